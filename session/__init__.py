@@ -1,0 +1,70 @@
+"""Conversation state for the gateway: stored turns, the save policy and chain resolution.
+
+This package knows nothing of HTTP or upstream providers.
+"""
+
+from .chain import DEFAULT_MAX_DEPTH, assemble_chain
+from .errors import (
+    ChainAncestorMissing,
+    ChainCycle,
+    ChainError,
+    ChainTooDeep,
+    InvalidCursor,
+    ResponseNotFound,
+    SaveConflict,
+    SessionError,
+    StoreUnavailable,
+    TurnNotContinuable,
+)
+from .factory import SessionSettings, SQLiteSettings, build_store
+from .ids import new_id, new_item_id
+from .memory import MemoryStore
+from .models import (
+    Item,
+    ItemPage,
+    RequestSnapshot,
+    ResolvedChain,
+    ResponseSnapshot,
+    ResponseStatus,
+    StoredResponse,
+    normalise_input,
+)
+from .paging import Order, page_items
+from .policy import UNSET, ExpectedParent
+from .sqlite import SQLiteStore
+from .store import SessionStore
+
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "UNSET",
+    "ChainAncestorMissing",
+    "ChainCycle",
+    "ChainError",
+    "ChainTooDeep",
+    "ExpectedParent",
+    "InvalidCursor",
+    "Item",
+    "ItemPage",
+    "MemoryStore",
+    "Order",
+    "RequestSnapshot",
+    "ResolvedChain",
+    "ResponseNotFound",
+    "ResponseSnapshot",
+    "ResponseStatus",
+    "SQLiteSettings",
+    "SQLiteStore",
+    "SaveConflict",
+    "SessionError",
+    "SessionSettings",
+    "SessionStore",
+    "StoreUnavailable",
+    "StoredResponse",
+    "TurnNotContinuable",
+    "assemble_chain",
+    "build_store",
+    "new_id",
+    "new_item_id",
+    "normalise_input",
+    "page_items",
+]

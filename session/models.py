@@ -1,0 +1,107 @@
+"""Records kept by the session store."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .ids import new_item_id
+
+Item = dict[str, Any]
+ResponseStatus = Literal["completed", "incomplete", "in_progress", "queued", "failed", "cancelled"]
+CONTINUABLE_STATUSES = frozenset({"completed", "incomplete"})
+
+
+def normalise_input(value: Any) -> list[Item]:
+    """Turn a request's ``input`` into a list of items, each with an ``id``.
+
+    A string becomes one user message; items without an id get a fresh one, so every
+    stored item can serve as a pagination cursor.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}
+        ]
+    items: list[Item] = []
+    for raw in value:
+        item = dict(raw)
+        item.setdefault("type", "message")
+        if not item.get("id"):
+            item["id"] = new_item_id(item["type"])
+        items.append(item)
+    return items
+
+
+class RequestSnapshot(BaseModel):
+    """One turn's request: its own input items (never the history) and its settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: list[Item] = Field(default_factory=list)
+    instructions: str | list[Item] | None = None
+    model: str
+    tools: list[Item] = Field(default_factory=list)
+    tool_choice: str | Item = "auto"
+    parallel_tool_calls: bool = True
+    reasoning: Item | None = None
+    text: Item | None = None
+    truncation: str | None = None
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    metadata: dict[str, str] | None = None
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _normalise_input(cls, value: Any) -> list[Item]:
+        return normalise_input(value)
+
+
+class ResponseSnapshot(BaseModel):
+    """One turn's result as returned to the client."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    output: list[Item] = Field(default_factory=list)
+    output_text: str = ""
+    usage: Item | None = None
+    error: Item | None = None
+    incomplete_details: Item | None = None
+
+
+class StoredResponse(BaseModel):
+    """A stored turn: its parent link, tenancy, status, request and response snapshots."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    previous_response_id: str | None = None
+    conversation_id: str | None = None
+    project: str = "default"
+    created_at: float = Field(default_factory=time.time)
+    completed_at: float | None = None
+    status: ResponseStatus = "completed"
+    request: RequestSnapshot
+    response: ResponseSnapshot = Field(default_factory=ResponseSnapshot)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ResolvedChain(BaseModel):
+    """A chain's turns oldest first and the input items they contribute, in order."""
+
+    turns: list[StoredResponse]
+    items: list[Item]
+
+
+class ItemPage(BaseModel):
+    """One page of a cursor-paginated item list, in OpenAI's list shape."""
+
+    object: Literal["list"] = "list"
+    data: list[Item]
+    first_id: str | None
+    last_id: str | None
+    has_more: bool

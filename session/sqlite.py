@@ -1,0 +1,209 @@
+"""The embedded default backend: one SQLite file, safe for several processes at once."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio.to_thread
+import sqlite_utils
+
+from .chain import DEFAULT_MAX_DEPTH, assemble_chain
+from .errors import ResponseNotFound
+from .models import ItemPage, RequestSnapshot, ResolvedChain, ResponseSnapshot, StoredResponse
+from .paging import Order, page_items
+from .policy import UNSET, ExpectedParent, check_save
+from .sqlite_schema import migrate
+
+T = TypeVar("T")
+
+_COLUMN_NAMES = (
+    "project",
+    "id",
+    "previous_response_id",
+    "conversation_id",
+    "created_at",
+    "completed_at",
+    "status",
+    "request",
+    "response",
+    "metadata",
+)
+_COLUMNS = ", ".join(_COLUMN_NAMES)
+_PLACEHOLDERS = ", ".join("?" for _ in _COLUMN_NAMES)
+
+# One statement: the recursive part walks parent links (UNION drops a row seen before,
+# so a corrupted cycle ends), LIMIT stops one row past the depth limit, and the outer
+# join fetches the full rows.
+_CHAIN_SQL = f"""
+WITH RECURSIVE chain(id, parent) AS (
+    SELECT id, previous_response_id FROM responses WHERE project = :project AND id = :id
+    UNION
+    SELECT r.id, r.previous_response_id
+    FROM responses r JOIN chain ON r.id = chain.parent
+    WHERE r.project = :project
+    LIMIT :limit
+)
+SELECT {", ".join(f"r.{name}" for name in _COLUMN_NAMES)}
+FROM chain JOIN responses r ON r.project = :project AND r.id = chain.id
+"""
+
+
+def _to_row(record: StoredResponse) -> tuple[Any, ...]:
+    return (
+        record.project,
+        record.id,
+        record.previous_response_id,
+        record.conversation_id,
+        record.created_at,
+        record.completed_at,
+        record.status,
+        record.request.model_dump_json(),
+        record.response.model_dump_json(),
+        json.dumps(record.metadata),
+    )
+
+
+def _from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredResponse:
+    return StoredResponse(
+        project=row[0],
+        id=row[1],
+        previous_response_id=row[2],
+        conversation_id=row[3],
+        created_at=row[4],
+        completed_at=row[5],
+        status=row[6],
+        request=RequestSnapshot.model_validate_json(row[7]),
+        response=ResponseSnapshot.model_validate_json(row[8]),
+        metadata=json.loads(row[9]),
+    )
+
+
+class SQLiteStore:
+    """A store in one SQLite file (WAL journal, busy timeout, versioned schema).
+
+    One connection serves the store; calls run on worker threads, one at a time, so the
+    event loop never blocks on the disk. Writes take the file's write lock first
+    (``BEGIN IMMEDIATE``), so the save policy sees what other processes committed.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        busy_timeout_ms: int = 5000,
+    ) -> None:
+        if str(path) != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        self.db = sqlite_utils.Database(conn, execute_plugins=False)
+        self.schema_version = migrate(self.db)
+        self._max_depth = max_depth
+        self._lock = threading.Lock()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The underlying connection (tests trace its statements)."""
+        return self.db.conn
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def locked() -> T:
+            with self._lock:
+                return fn(self.db.conn)
+
+        return await anyio.to_thread.run_sync(locked)
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        def transaction(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+        return await self._run(transaction)
+
+    @staticmethod
+    def _select(conn: sqlite3.Connection, project: str, response_id: str) -> StoredResponse | None:
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM responses WHERE project = ? AND id = ?",
+            (project, response_id),
+        ).fetchone()
+        return None if row is None else _from_row(row)
+
+    async def get(self, project: str, response_id: str) -> StoredResponse:
+        record = await self._run(lambda conn: self._select(conn, project, response_id))
+        if record is None:
+            raise ResponseNotFound(response_id)
+        return record
+
+    async def save(
+        self,
+        record: StoredResponse,
+        *,
+        overwrite: bool = False,
+        expected_previous_response_id: ExpectedParent = UNSET,
+    ) -> None:
+        row = _to_row(record)
+
+        def write(conn: sqlite3.Connection) -> None:
+            check_save(
+                record,
+                self._select(conn, record.project, record.id),
+                overwrite=overwrite,
+                expected_previous_response_id=expected_previous_response_id,
+            )
+            conn.execute(
+                f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES ({_PLACEHOLDERS})", row
+            )
+
+        await self._write(write)
+
+    async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
+        def read(conn: sqlite3.Connection) -> list[Any]:
+            params = {"project": project, "id": response_id, "limit": self._max_depth + 1}
+            return conn.execute(_CHAIN_SQL, params).fetchall()
+
+        rows = await self._run(read)
+        records = {record.id: record for record in map(_from_row, rows)}
+        return assemble_chain(response_id, records, self._max_depth)
+
+    async def list_input_items(
+        self,
+        project: str,
+        response_id: str,
+        *,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int = 20,
+        order: Order = "desc",
+    ) -> ItemPage:
+        record = await self.get(project, response_id)
+        return page_items(
+            record.request.input, after=after, before=before, limit=limit, order=order
+        )
+
+    async def delete(self, project: str, response_id: str) -> None:
+        def remove(conn: sqlite3.Connection) -> int:
+            cursor = conn.execute(
+                "DELETE FROM responses WHERE project = ? AND id = ?", (project, response_id)
+            )
+            return cursor.rowcount
+
+        if await self._write(remove) == 0:
+            raise ResponseNotFound(response_id)
+
+    async def close(self) -> None:
+        await self._run(lambda conn: conn.close())

@@ -1,0 +1,54 @@
+"""The SQLite schema, created and migrated step by step under ``PRAGMA user_version``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlite_utils
+
+
+def _v1_responses(db: sqlite_utils.Database) -> None:
+    db.table("responses").create(
+        {
+            "project": str,
+            "id": str,
+            "previous_response_id": str,
+            "conversation_id": str,
+            "created_at": float,
+            "completed_at": float,
+            "status": str,
+            "request": str,
+            "response": str,
+            "metadata": str,
+        },
+        pk=("project", "id"),
+        not_null={"project", "id", "created_at", "status", "request", "response", "metadata"},
+    )
+    table = db.table("responses")
+    table.create_index(["project", "previous_response_id"])
+    table.create_index(["project", "conversation_id"])
+    table.create_index(["project", "created_at"])
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1_responses]
+
+
+def migrate(db: sqlite_utils.Database) -> int:
+    """Apply the migrations the file has not seen yet; return the resulting version.
+
+    The check and the steps share one ``BEGIN IMMEDIATE`` transaction, so processes
+    starting together on one file migrate it exactly once.
+    """
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+        for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
+            step(db)
+            conn.execute(f"PRAGMA user_version = {number}")
+            version = number
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return version

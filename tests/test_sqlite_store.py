@@ -1,0 +1,105 @@
+"""What only the SQLite backend promises: one-query chains, durability, several processes."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import anyio
+import pytest
+
+from session import ChainCycle, SQLiteStore
+
+from .records import turn
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_chain_is_read_with_one_statement(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    parent = None
+    for n in range(50):
+        await store.save(turn(f"r{n}", parent))
+        parent = f"r{n}"
+    statements: list[str] = []
+    store.connection.set_trace_callback(statements.append)
+    chain = await store.resolve_chain("default", "r49")
+    store.connection.set_trace_callback(None)
+    assert len(chain.turns) == 50
+    assert len(statements) == 1, statements
+    await store.close()
+
+
+async def test_data_survives_closing_and_reopening(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "folder" / "s.db"
+    first = SQLiteStore(path)
+    await first.save(turn("r0"))
+    await first.save(turn("r1", "r0"))
+    await first.close()
+    second = SQLiteStore(path)
+    assert [t.id for t in (await second.resolve_chain("default", "r1")).turns] == ["r0", "r1"]
+    assert second.schema_version == 1
+    await second.close()
+
+
+async def test_a_hand_written_cycle_is_reported_not_looped(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    for name, parent in (("a", None), ("b", "a"), ("c", "b")):
+        await store.save(turn(name, parent))
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE responses SET previous_response_id = 'c' WHERE id = 'a'")
+    with pytest.raises(ChainCycle) as caught:
+        await store.resolve_chain("default", "c")
+    assert caught.value.code == "chain_cycle"
+    await store.close()
+
+
+async def test_rows_hold_only_their_own_turn(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    parent = None
+    for n in range(20):
+        await store.save(turn(f"r{n}", parent))
+        parent = f"r{n}"
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        sizes = [
+            len(r) + len(s) for r, s in conn.execute("SELECT request, response FROM responses")
+        ]
+        inputs = [
+            len(json.loads(r)["input"]) for (r,) in conn.execute("SELECT request FROM responses")
+        ]
+    assert max(sizes) - min(sizes) < 16  # ids grow from r0 to r19, nothing else does
+    assert set(inputs) == {1}
+    await store.close()
+
+
+def _append_chain(path: str, prefix: str, count: int) -> None:
+    async def main() -> None:
+        store = SQLiteStore(path)
+        parent = None
+        for n in range(count):
+            await store.save(turn(f"{prefix}{n}", parent))
+            parent = f"{prefix}{n}"
+        await store.close()
+
+    anyio.run(main)
+
+
+async def test_two_processes_appending_to_one_file_lose_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.db")
+    context = multiprocessing.get_context("spawn")
+    workers = [
+        context.Process(target=_append_chain, args=(path, prefix, 200)) for prefix in ("a", "b")
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+        assert worker.exitcode == 0
+    store = SQLiteStore(path)
+    for prefix in ("a", "b"):
+        chain = await store.resolve_chain("default", f"{prefix}199")
+        assert [t.id for t in chain.turns] == [f"{prefix}{n}" for n in range(200)]
+    await store.close()
