@@ -1,0 +1,67 @@
+"""``gateway serve`` and ``gateway check-config``."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+import uvicorn
+
+from .app import create_app
+from .config import ConfigError, GatewayConfig, load_config
+
+DEFAULT_CONFIG = "config.yaml"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gateway", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    config_help = "path to the configuration (default: $GATEWAY_CONFIG or ./config.yaml)"
+
+    serve = commands.add_parser("serve", help="start the gateway")
+    serve.add_argument("--config", help=config_help)
+    serve.add_argument("--host", help="override server.host")
+    serve.add_argument("--port", type=int, help="override server.port")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+    check = commands.add_parser("check-config", help="report every problem in a configuration")
+    check.add_argument("--config", help=config_help)
+    return parser
+
+
+def _load(path: str | None) -> GatewayConfig:
+    return load_config(path or os.environ.get("GATEWAY_CONFIG") or DEFAULT_CONFIG)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = _load(args.config)
+    except ConfigError as error:
+        print(f"gateway: {error}", file=sys.stderr)
+        return 2
+    if args.command == "check-config":
+        print(
+            f"configuration OK: session backend {config.session.backend}, "
+            f"{len(config.providers)} provider(s), {len(config.models)} model route(s)"
+        )
+        return 0
+    if args.host:
+        config.server.host = args.host
+    if args.port is not None:
+        config.server.port = args.port
+    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    uvicorn.run(
+        create_app(config),
+        host=config.server.host,
+        port=config.server.port,
+        log_level=args.log_level,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""``config.yaml``: its schema, ``${ENV_VAR}`` substitution and model routing."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from session import SessionSettings
+
+WireApi = Literal["chat_completions", "responses", "echo"]
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be used; ``problems`` lists each with its key path."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid configuration:\n" + "\n".join(f"  {p}" for p in problems))
+        self.problems = problems
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+
+
+class ProviderSettings(_Section):
+    wire_api: WireApi
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout_seconds: float = Field(default=300.0, gt=0)
+    connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _needs_base_url(self) -> ProviderSettings:
+        if self.wire_api != "echo" and not self.base_url:
+            raise ValueError(f"base_url is required for wire_api {self.wire_api!r}")
+        return self
+
+
+class ModelRoute(_Section):
+    provider: str
+    upstream_model: str | None = None
+
+
+class Route(BaseModel):
+    """Where a requested model goes: the provider's name and settings, the upstream name."""
+
+    provider_name: str
+    provider: ProviderSettings
+    upstream_model: str
+
+
+class GatewayConfig(_Section):
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    session: SessionSettings = Field(default_factory=SessionSettings)
+    providers: dict[str, ProviderSettings] = Field(
+        default_factory=lambda: {"echo": ProviderSettings(wire_api="echo")}
+    )
+    models: dict[str, ModelRoute] = Field(default_factory=dict)
+    default_provider: str | None = None
+
+    @model_validator(mode="after")
+    def _providers_exist(self) -> GatewayConfig:
+        problems = [
+            f"models.{name}.provider: unknown provider {route.provider!r}"
+            for name, route in self.models.items()
+            if route.provider not in self.providers
+        ]
+        if self.default_provider is not None and self.default_provider not in self.providers:
+            problems.append(f"default_provider: unknown provider {self.default_provider!r}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def route(self, model: str) -> Route | None:
+        """Return where ``model`` goes, or ``None`` if nothing routes it."""
+        listed = self.models.get(model)
+        if listed is not None:
+            name, upstream = listed.provider, listed.upstream_model or model
+        elif self.default_provider is not None:
+            name, upstream = self.default_provider, model
+        else:
+            return None
+        return Route(provider_name=name, provider=self.providers[name], upstream_model=upstream)
+
+
+def substitute_env(value: Any, env: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:
+    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string; report unset variables."""
+    problems: list[str] = []
+    if isinstance(value, dict):
+        result: dict[str, Any] = {}
+        for key, child in value.items():
+            result[key], found = substitute_env(child, env, f"{path}.{key}" if path else str(key))
+            problems += found
+        return result, problems
+    if isinstance(value, list):
+        items = []
+        for index, child in enumerate(value):
+            item, found = substitute_env(child, env, f"{path}[{index}]")
+            items.append(item)
+            problems += found
+        return items, problems
+    if not isinstance(value, str):
+        return value, problems
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        problems.append(f"{path}: environment variable {name} is not set")
+        return ""
+
+    return _ENV_REFERENCE.sub(replace, value), problems
+
+
+def _describe(error: ValidationError) -> list[str]:
+    lines = []
+    for detail in error.errors():
+        path = ".".join(str(part) for part in detail["loc"])
+        lines.append(f"{path or '(top level)'}: {detail['msg']}")
+    return lines
+
+
+def parse_config(raw: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
+    """Validate an already-loaded YAML document; raise :class:`ConfigError` on any problem."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(["(top level): the configuration must be a mapping"])
+    substituted, problems = substitute_env(raw, os.environ if env is None else env)
+    try:
+        config = GatewayConfig.model_validate(substituted)
+    except ValidationError as error:
+        problems += _describe(error)
+    if problems:
+        raise ConfigError(problems)
+    return config
+
+
+def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> GatewayConfig:
+    """Read and validate ``config.yaml``; raise :class:`ConfigError` on any problem."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError([f"{path}: cannot read ({error.strerror})"]) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ConfigError([f"{path}: not valid YAML ({error})"]) from None
+    return parse_config(raw, env)

@@ -1,0 +1,139 @@
+"""Validation of ``POST /v1/responses`` bodies into a typed request."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import APIError, invalid_request
+
+MESSAGE_ROLES = frozenset({"user", "assistant", "system", "developer"})
+
+
+def param_path(location: tuple[int | str, ...]) -> str:
+    """``("input", 0, "role")`` -> ``"input[0].role"``, OpenAI's way of naming a param."""
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else part
+    return path
+
+
+def validate_input_items(items: list[Any]) -> list[dict[str, Any]]:
+    """Check each input item's basic shape; raise a 400 naming the first bad one."""
+    checked = []
+    for index, item in enumerate(items):
+        param = f"input[{index}]"
+        if not isinstance(item, dict):
+            raise invalid_request(f"Invalid type for '{param}': expected an object.", param)
+        item_type = item.get("type", "message")
+        if not isinstance(item_type, str):
+            raise invalid_request(f"Invalid type for '{param}.type': expected a string.", param)
+        if item_type == "message":
+            if item.get("role") not in MESSAGE_ROLES:
+                raise invalid_request(
+                    f"Invalid value for '{param}.role': expected one of "
+                    f"{', '.join(sorted(MESSAGE_ROLES))}.",
+                    f"{param}.role",
+                )
+            if not isinstance(item.get("content"), str | list):
+                raise invalid_request(
+                    f"Invalid type for '{param}.content': expected a string or an array.",
+                    f"{param}.content",
+                )
+        checked.append(item)
+    return checked
+
+
+class CreateResponseBody(BaseModel):
+    """The fields the gateway reads; any other top-level field is kept and passed on."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    model: str = Field(min_length=1)
+    input: str | list[Any] = Field(default_factory=list)
+    instructions: str | list[Any] | None = None
+    previous_response_id: str | None = None
+    conversation: str | dict[str, Any] | None = None
+    store: bool = True
+    stream: bool = False
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    tool_choice: str | dict[str, Any] = "auto"
+    parallel_tool_calls: bool = True
+    reasoning: dict[str, Any] | None = None
+    text: dict[str, Any] | None = None
+    truncation: Literal["auto", "disabled"] | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    metadata: dict[str, str] | None = None
+    user: str | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_limits(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is not None:
+            if len(value) > 16:
+                raise ValueError("at most 16 key-value pairs")
+            if any(len(k) > 64 or len(v) > 512 for k, v in value.items()):
+                raise ValueError("keys are at most 64 characters and values at most 512")
+        return value
+
+    @field_validator("conversation")
+    @classmethod
+    def _conversation_id(cls, value: str | dict[str, Any] | None) -> str | dict[str, Any] | None:
+        if isinstance(value, dict) and not isinstance(value.get("id"), str):
+            raise ValueError("expected a conversation id or an object with an 'id' string")
+        return value
+
+    @property
+    def conversation_id(self) -> str | None:
+        if isinstance(self.conversation, dict):
+            return str(self.conversation["id"])
+        return self.conversation
+
+    def extra_fields(self) -> dict[str, Any]:
+        """Top-level fields the gateway does not read, as the client sent them."""
+        return dict(self.model_extra or {})
+
+
+def parse_json_object(raw: bytes) -> dict[str, Any]:
+    """Decode a request body that must be one JSON object."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise invalid_request(
+            "We could not parse the JSON body of your request. The body must be valid JSON.",
+            code="invalid_json",
+        ) from None
+    if not isinstance(body, dict):
+        raise invalid_request("The request body must be a JSON object.", code="invalid_json")
+    return body
+
+
+def parse_create_body(raw: bytes) -> CreateResponseBody:
+    """Validate a create-response body; raise a 400 :class:`APIError` naming the bad param."""
+    body = parse_json_object(raw)
+    try:
+        parsed = CreateResponseBody.model_validate(body)
+    except ValidationError as error:
+        first = error.errors()[0]
+        param = param_path(first["loc"]) if first["loc"] else None
+        if first["type"] == "missing":
+            message = f"Missing required parameter: '{param}'."
+        else:
+            message = f"Invalid value for '{param}': {first['msg']}."
+        raise APIError(400, message, param=param, code="invalid_value") from None
+    if isinstance(parsed.input, list):
+        validate_input_items(parsed.input)
+    if parsed.previous_response_id is not None and parsed.conversation is not None:
+        raise invalid_request(
+            "Parameters 'previous_response_id' and 'conversation' cannot be used together.",
+            param="conversation",
+            code="invalid_request",
+        )
+    return parsed

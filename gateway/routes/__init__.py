@@ -1,0 +1,1 @@
+"""HTTP routes: thin handlers that parse, call the service and shape the answer."""

@@ -1,0 +1,58 @@
+"""``/v1/responses``: create, retrieve, delete, list input items."""
+
+from __future__ import annotations
+
+from typing import Literal, cast
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..request_body import parse_create_body
+from ..response_object import response_object
+from .common import project, query_choice, query_int, read_body, service
+
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+async def create_response(request: Request) -> Response:
+    svc = service(request)
+    raw = await read_body(request, svc.config.server.max_body_bytes)
+    body = parse_create_body(raw)
+    turn = await svc.prepare(body, project(request))
+    if body.stream:
+        chunks = await svc.open_stream(turn)
+        return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
+    return JSONResponse(await svc.respond(turn))
+
+
+async def retrieve_response(request: Request) -> Response:
+    record = await service(request).store.get(project(request), request.path_params["id"])
+    return JSONResponse(response_object(record))
+
+
+async def delete_response(request: Request) -> Response:
+    response_id = request.path_params["id"]
+    await service(request).store.delete(project(request), response_id)
+    return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+
+
+async def list_input_items(request: Request) -> Response:
+    order = query_choice(request, "order", "desc", ("asc", "desc"))
+    page = await service(request).store.list_input_items(
+        project(request),
+        request.path_params["id"],
+        after=request.query_params.get("after"),
+        before=request.query_params.get("before"),
+        limit=query_int(request, "limit", 20, 1, 100),
+        order=cast(Literal["asc", "desc"], order),
+    )
+    return JSONResponse(page.model_dump())
+
+
+routes = [
+    Route("/v1/responses", create_response, methods=["POST"]),
+    Route("/v1/responses/{id}", retrieve_response, methods=["GET"]),
+    Route("/v1/responses/{id}", delete_response, methods=["DELETE"]),
+    Route("/v1/responses/{id}/input_items", list_input_items, methods=["GET"]),
+]

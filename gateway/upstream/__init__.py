@@ -1,0 +1,25 @@
+"""Upstream adapters, one per wire API, all producing Responses events and a result."""
+
+from __future__ import annotations
+
+import httpx
+
+from ..config import Route
+from .base import Upstream, UpstreamStream
+from .chat_completions import ChatCompletionsUpstream
+from .echo import EchoUpstream
+from .http import UpstreamError
+from .responses import ResponsesUpstream
+from .results import Event, TurnResult
+
+__all__ = ["Event", "TurnResult", "Upstream", "UpstreamError", "UpstreamStream", "build_upstream"]
+
+
+def build_upstream(route: Route, client: httpx.AsyncClient) -> Upstream:
+    """The adapter for ``route``'s provider (cheap: made per request)."""
+    wire = route.provider.wire_api
+    if wire == "chat_completions":
+        return ChatCompletionsUpstream(client, route.provider_name, route.provider)
+    if wire == "responses":
+        return ResponsesUpstream(client, route.provider_name, route.provider)
+    return EchoUpstream()

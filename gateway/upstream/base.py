@@ -1,0 +1,23 @@
+"""The interface of an upstream adapter."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from .results import Event, Item, TurnResult
+
+UpstreamStream = AsyncIterator[Event | TurnResult]
+"""Responses events without sequence numbers, ended by exactly one :class:`TurnResult`."""
+
+
+class Upstream(Protocol):
+    def open(self, request: Item, *, stream: bool) -> AbstractAsyncContextManager[UpstreamStream]:
+        """Send a stateless Responses request (full ``input``, upstream ``model``).
+
+        Entering the context sends the request and raises ``UpstreamError`` (or a 400 for
+        input the wire cannot express) before any event: nothing has been streamed yet.
+        Failures after that end the stream with a failed :class:`TurnResult`.
+        """
+        ...

@@ -1,0 +1,217 @@
+"""Responses request -> Chat Completions request. Pure: no I/O, no state between calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .output_builder import ToolName
+from .results import Item
+
+NAMESPACE_SEPARATOR = "__"
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
+_ROLES = {"developer": "system"}  # most chat providers know no "developer" role
+
+
+class UnsupportedInput(ValueError):
+    """An input the chat wire cannot express; ``param`` names where it is."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+@dataclass
+class ChatRequest:
+    payload: dict[str, Any]
+    tool_names: dict[str, ToolName] = field(default_factory=dict)
+
+
+def flat_name(name: str, namespace: str | None) -> str:
+    return f"{namespace}{NAMESPACE_SEPARATOR}{name}" if namespace else name
+
+
+def text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+        )
+    return "" if content is None else str(content)
+
+
+def _content_parts(content: Any, param: str) -> str | list[Item]:
+    """Message content -> chat content: a string when all text, else typed parts."""
+    if isinstance(content, str):
+        return content
+    parts: list[Item] = []
+    for index, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in _TEXT_PARTS:
+            parts.append({"type": "text", "text": part.get("text", "")})
+        elif kind == "refusal":
+            parts.append({"type": "text", "text": part.get("refusal", "")})
+        elif kind == "input_image" and part.get("image_url"):
+            image: Item = {"url": part["image_url"]}
+            if part.get("detail"):
+                image["detail"] = part["detail"]
+            parts.append({"type": "image_url", "image_url": image})
+        else:
+            raise UnsupportedInput(
+                f"Content of type '{kind}' cannot be sent to a Chat Completions upstream"
+                + (" (images must be given by URL)." if kind == "input_image" else "."),
+                f"{param}.content[{index}]",
+            )
+    if all(p["type"] == "text" for p in parts):
+        return "\n".join(p["text"] for p in parts)
+    return parts
+
+
+class _Messages:
+    """Accumulates chat messages, merging consecutive tool calls into one assistant turn."""
+
+    def __init__(self) -> None:
+        self.messages: list[Item] = []
+        self._reasoning: list[str] = []
+
+    def _assistant(self, message: Item) -> None:
+        if self._reasoning:
+            message["reasoning_content"] = "\n".join(self._reasoning)
+            self._reasoning = []
+        self.messages.append(message)
+
+    def message(self, item: Item, param: str) -> None:
+        role = _ROLES.get(item["role"], item["role"])
+        if role == "assistant":
+            self._assistant({"role": "assistant", "content": text_of(item.get("content"))})
+        else:
+            content = _content_parts(item.get("content", ""), param)
+            self.messages.append({"role": role, "content": content})
+
+    def reasoning(self, item: Item) -> None:
+        text = text_of(item.get("content")) or text_of(item.get("summary"))
+        if text:
+            self._reasoning.append(text)
+
+    def function_call(self, item: Item) -> None:
+        call = {
+            "id": item.get("call_id"),
+            "type": "function",
+            "function": {
+                "name": flat_name(item.get("name", ""), item.get("namespace")),
+                "arguments": item.get("arguments", ""),
+            },
+        }
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last["role"] == "assistant" and not self._reasoning:
+            last.setdefault("tool_calls", []).append(call)
+            return
+        self._assistant({"role": "assistant", "content": None, "tool_calls": [call]})
+
+    def function_call_output(self, item: Item) -> None:
+        output = item.get("output")
+        self.messages.append(
+            {"role": "tool", "tool_call_id": item.get("call_id"), "content": text_of(output)}
+        )
+
+
+def _tools(tools: list[Item]) -> tuple[list[Item], dict[str, ToolName]]:
+    """Function tools as chat tools; namespaces flattened; hosted tools left out."""
+    chat_tools: list[Item] = []
+    names: dict[str, ToolName] = {}
+
+    def add(tool: Item, namespace: str | None) -> None:
+        name = flat_name(tool["name"], namespace)
+        function: Item = {"name": name}
+        for key in ("description", "parameters", "strict"):
+            if tool.get(key) is not None:
+                function[key] = tool[key]
+        chat_tools.append({"type": "function", "function": function})
+        names[name] = ToolName(tool["name"], namespace)
+
+    for tool in tools:
+        if tool.get("type") == "function" and tool.get("name"):
+            add(tool, None)
+        elif tool.get("type") == "namespace":
+            for inner in tool.get("tools", []):
+                if inner.get("type") == "function" and inner.get("name"):
+                    add(inner, tool.get("name"))
+    return chat_tools, names
+
+
+def _tool_choice(choice: Any, names: dict[str, ToolName]) -> Any:
+    if isinstance(choice, str):
+        return choice
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        name = flat_name(choice.get("name", ""), choice.get("namespace"))
+        if name in names:
+            return {"type": "function", "function": {"name": name}}
+    if isinstance(choice, dict) and choice.get("mode") in ("auto", "required"):
+        return choice["mode"]  # allowed_tools: the subset is not expressible, the mode is
+    return "auto"
+
+
+def _response_format(text: Item | None) -> Item | None:
+    fmt = (text or {}).get("format") or {}
+    if fmt.get("type") == "json_object":
+        return {"type": "json_object"}
+    if fmt.get("type") == "json_schema":
+        schema = {
+            key: fmt[key] for key in ("name", "schema", "strict", "description") if key in fmt
+        }
+        return {"type": "json_schema", "json_schema": schema}
+    return None
+
+
+def to_chat_request(body: Item, *, model: str, stream: bool) -> ChatRequest:
+    """Translate a stateless Responses request (``input`` holds the full context).
+
+    Raises :class:`UnsupportedInput` for an item or part the chat wire cannot express.
+    """
+    messages = _Messages()
+    instructions = body.get("instructions")
+    if isinstance(instructions, str) and instructions:
+        messages.messages.append({"role": "system", "content": instructions})
+    elif isinstance(instructions, list):
+        body = {**body, "input": [*instructions, *body.get("input", [])]}
+    for index, item in enumerate(body.get("input", [])):
+        kind = item.get("type", "message")
+        if kind == "message":
+            messages.message(item, f"input[{index}]")
+        elif kind == "function_call":
+            messages.function_call(item)
+        elif kind == "function_call_output":
+            messages.function_call_output(item)
+        elif kind == "reasoning":
+            messages.reasoning(item)
+        else:
+            raise UnsupportedInput(
+                f"Input items of type '{kind}' cannot be sent to a Chat Completions upstream.",
+                f"input[{index}]",
+            )
+
+    payload: Item = {"model": model, "messages": messages.messages}
+    tools, names = _tools(body.get("tools") or [])
+    if tools:
+        payload["tools"] = tools
+        payload["tool_choice"] = _tool_choice(body.get("tool_choice", "auto"), names)
+        payload["parallel_tool_calls"] = body.get("parallel_tool_calls", True)
+    response_format = _response_format(body.get("text"))
+    if response_format:
+        payload["response_format"] = response_format
+    for source, target in (
+        ("max_output_tokens", "max_tokens"),
+        ("temperature", "temperature"),
+        ("top_p", "top_p"),
+        ("user", "user"),
+    ):
+        if body.get(source) is not None:
+            payload[target] = body[source]
+    effort = (body.get("reasoning") or {}).get("effort")
+    if effort:
+        payload["reasoning_effort"] = effort
+    if stream:
+        payload["stream"] = True
+        payload["stream_options"] = {"include_usage": True}
+    return ChatRequest(payload=payload, tool_names=names)

@@ -1,0 +1,224 @@
+"""A per-request state machine: text, reasoning and tool-call fragments -> Responses events.
+
+Chat Completions chunks and the echo model are both reduced to these fragments, so one
+machine builds every output item and every stream event, streamed or not.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from session import new_id
+
+from .results import Event, Item, TurnResult
+
+# Chat finish reasons that end a response early, and how Responses reports them.
+INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
+
+
+@dataclass(frozen=True)
+class ToolName:
+    """A function name as the client knows it: its own name and optional namespace."""
+
+    name: str
+    namespace: str | None = None
+
+
+class OutputBuilder:
+    """Feed fragments in arrival order; read events as they come and the result at the end."""
+
+    def __init__(self, tool_names: Mapping[str, ToolName] | None = None) -> None:
+        self.output: list[Item] = []
+        self._tool_names = tool_names or {}
+        self._text_index: int | None = None
+        self._reasoning_index: int | None = None
+        self._tool_indexes: dict[int, int] = {}  # upstream tool-call index -> output index
+
+    # -- fragments ---------------------------------------------------------------------
+
+    def reasoning(self, text: str) -> list[Event]:
+        if not text:
+            return []
+        events = [] if self._reasoning_index is not None else self._open_reasoning()
+        index = self._reasoning_index
+        assert index is not None
+        item = self.output[index]
+        item["content"][0]["text"] += text
+        return [*events, self._delta("response.reasoning_text.delta", index, text, part=True)]
+
+    def text(self, text: str) -> list[Event]:
+        if not text:
+            return []
+        events = [] if self._text_index is not None else self._open_message()
+        index = self._text_index
+        assert index is not None
+        self.output[index]["content"][0]["text"] += text
+        delta = self._delta("response.output_text.delta", index, text, part=True)
+        return [*events, {**delta, "logprobs": []}]
+
+    def tool_call(
+        self, position: int, call_id: str | None, name: str | None, arguments: str
+    ) -> list[Event]:
+        events: list[Event] = []
+        if position not in self._tool_indexes:
+            events = self._open_tool_call(position, call_id, name)
+        index = self._tool_indexes[position]
+        item = self.output[index]
+        if not item["name"] and name:
+            item.update(self._client_name(name))
+        if arguments:
+            item["arguments"] += arguments
+            events.append(self._delta("response.function_call_arguments.delta", index, arguments))
+        return events
+
+    # -- endings -----------------------------------------------------------------------
+
+    def finish(
+        self, finish_reason: str | None, usage: Item | None
+    ) -> tuple[list[Event], TurnResult]:
+        """Close every open item and return the closing events and the result."""
+        reason = INCOMPLETE_REASONS.get(finish_reason or "")
+        status = "incomplete" if reason else "completed"
+        events = self._close_all(status)
+        details = {"reason": reason} if reason else None
+        result = TurnResult(
+            status="incomplete" if reason else "completed",
+            output=copy.deepcopy(self.output),
+            usage=usage,
+            incomplete_details=details,
+        )
+        return events, result
+
+    def fail(self, code: str, message: str) -> tuple[list[Event], TurnResult]:
+        """Close what is open as incomplete and return a failed result."""
+        events = self._close_all("incomplete")
+        error = {"code": code, "message": message}
+        return events, TurnResult(status="failed", output=copy.deepcopy(self.output), error=error)
+
+    # -- items -------------------------------------------------------------------------
+
+    def _client_name(self, flat_name: str) -> Item:
+        known = self._tool_names.get(flat_name)
+        if known is None:
+            return {"name": flat_name}
+        named: Item = {"name": known.name}
+        if known.namespace is not None:
+            named["namespace"] = known.namespace
+        return named
+
+    def _add(self, item: Item) -> tuple[int, Event]:
+        self.output.append(item)
+        index = len(self.output) - 1
+        return index, {
+            "type": "response.output_item.added",
+            "output_index": index,
+            "item": copy.deepcopy(item),
+        }
+
+    def _open_reasoning(self) -> list[Event]:
+        events = self._close_all("completed")
+        item = {"id": new_id("rs"), "type": "reasoning", "summary": [], "status": "in_progress"}
+        index, added = self._add({**item, "content": []})
+        self._reasoning_index = index
+        part = {"type": "reasoning_text", "text": ""}
+        self.output[index]["content"].append(dict(part))
+        return [*events, added, self._part_event("response.content_part.added", index, part)]
+
+    def _open_message(self) -> list[Event]:
+        events = self._close_all("completed")
+        item = {
+            "id": new_id("msg"),
+            "type": "message",
+            "role": "assistant",
+            "status": "in_progress",
+            "content": [],
+        }
+        index, added = self._add(item)
+        self._text_index = index
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        self.output[index]["content"].append(copy.deepcopy(part))
+        return [*events, added, self._part_event("response.content_part.added", index, part)]
+
+    def _open_tool_call(self, position: int, call_id: str | None, name: str | None) -> list[Event]:
+        events: list[Event] = []
+        if self._text_index is not None or self._reasoning_index is not None:
+            events = self._close_all("completed")
+        item = {
+            "id": new_id("fc"),
+            "type": "function_call",
+            "call_id": call_id or new_id("call"),
+            "name": "",
+            "arguments": "",
+            "status": "in_progress",
+        }
+        if name:
+            item.update(self._client_name(name))
+        index, added = self._add(item)
+        self._tool_indexes[position] = index
+        return [*events, added]
+
+    def _close_all(self, status: str) -> list[Event]:
+        events: list[Event] = []
+        if self._reasoning_index is not None:
+            index, self._reasoning_index = self._reasoning_index, None
+            text = self.output[index]["content"][0]["text"]
+            events.append(self._done("response.reasoning_text.done", index, text=text, part=True))
+            events += self._close_part_and_item(index, status)
+        if self._text_index is not None:
+            index, self._text_index = self._text_index, None
+            text = self.output[index]["content"][0]["text"]
+            done = self._done("response.output_text.done", index, text=text, part=True)
+            events.append({**done, "logprobs": []})
+            events += self._close_part_and_item(index, status)
+        for index in sorted(self._tool_indexes.values()):
+            item = self.output[index]
+            events.append(
+                self._done(
+                    "response.function_call_arguments.done", index, arguments=item["arguments"]
+                )
+            )
+            events += self._close_item(index, status)
+        self._tool_indexes.clear()
+        return events
+
+    def _close_part_and_item(self, index: int, status: str) -> list[Event]:
+        part = self.output[index]["content"][0]
+        return [
+            self._part_event("response.content_part.done", index, part),
+            *self._close_item(index, status),
+        ]
+
+    def _close_item(self, index: int, status: str) -> list[Event]:
+        self.output[index]["status"] = status
+        item = copy.deepcopy(self.output[index])
+        return [{"type": "response.output_item.done", "output_index": index, "item": item}]
+
+    # -- event shapes ------------------------------------------------------------------
+
+    def _delta(self, kind: str, index: int, delta: str, part: bool = False) -> Event:
+        event: Event = {
+            "type": kind,
+            "item_id": self.output[index]["id"],
+            "output_index": index,
+            "delta": delta,
+        }
+        if part:
+            event["content_index"] = 0
+        return event
+
+    def _done(self, kind: str, index: int, part: bool = False, **fields: str) -> Event:
+        event: Event = {"type": kind, "item_id": self.output[index]["id"], "output_index": index}
+        if part:
+            event["content_index"] = 0
+        return {**event, **fields}
+
+    def _part_event(self, kind: str, index: int, part: Item) -> Event:
+        return {
+            "type": kind,
+            "item_id": self.output[index]["id"],
+            "output_index": index,
+            "content_index": 0,
+            "part": copy.deepcopy(part),
+        }
