@@ -28,6 +28,7 @@ from .errors import APIError, not_found, previous_response_error
 from .request_body import CreateResponseBody
 from .response_object import response_object
 from .upstream import Event, TurnResult, Upstream, UpstreamStream, build_upstream
+from .upstream.results import failed_result
 
 logger = logging.getLogger("gateway.pipeline")
 
@@ -205,8 +206,7 @@ class ResponsesService:
         except Exception:
             logger.exception("stream of %s failed", record.id)
         if result is None:
-            error = {"code": "server_error", "message": "The response could not be completed."}
-            result = TurnResult(status="failed", error=error)
+            result = failed_result("The response could not be completed.")
         record = finished(record, result)
         try:
             if turn.store:

@@ -14,24 +14,43 @@ ResponseStatus = Literal["completed", "incomplete", "in_progress", "queued", "fa
 CONTINUABLE_STATUSES = frozenset({"completed", "incomplete"})
 
 
-def normalise_input(value: Any) -> list[Item]:
-    """Turn a request's ``input`` into a list of items, each with an ``id``.
+def _normalise_message(item: Item) -> None:
+    text_part = "output_text" if item.get("role") == "assistant" else "input_text"
+    content = item.get("content")
+    if isinstance(content, str):
+        item["content"] = [{"type": text_part, "text": content}]
+    if text_part == "output_text" and isinstance(item.get("content"), list):
+        item["content"] = [
+            {**part, "annotations": part.get("annotations", [])}
+            if isinstance(part, dict) and part.get("type") == "output_text"
+            else part
+            for part in item["content"]
+        ]
 
-    A string becomes one user message; items without an id get a fresh one, so every
-    stored item can serve as a pagination cursor.
+
+def normalise_input(value: Any) -> list[Item]:
+    """Turn a request's ``input`` into stored items, in the shapes OpenAI lists them.
+
+    A string becomes one user message; message content becomes a list of parts; items get
+    ``status: completed`` and, where they have none (or repeat one), a fresh ``id``, so
+    every stored item can serve as a pagination cursor.
     """
     if value is None:
         return []
     if isinstance(value, str):
-        value = [
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}
-        ]
+        value = [{"type": "message", "role": "user", "content": value}]
     items: list[Item] = []
+    seen: set[str] = set()
     for raw in value:
         item = dict(raw)
         item.setdefault("type", "message")
-        if not item.get("id"):
+        if item["type"] == "message":
+            _normalise_message(item)
+        if item["type"] in ("message", "function_call", "function_call_output", "reasoning"):
+            item.setdefault("status", "completed")
+        if not item.get("id") or item["id"] in seen:
             item["id"] = new_item_id(item["type"])
+        seen.add(item["id"])
         items.append(item)
     return items
 

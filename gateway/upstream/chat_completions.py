@@ -44,7 +44,7 @@ class ChatCompletionsUpstream:
         try:
             events = translator.completion(json.loads(await response.aread()))
         except (httpx.HTTPError, ValueError, AttributeError) as error:
-            closing, result = translator.fail(*describe_stream_failure(self._name, error))
+            closing, result = translator.fail(describe_stream_failure(self._name, error))
         else:
             closing, result = translator.finish()
         for event in [*events, *closing]:
@@ -66,9 +66,9 @@ class ChatCompletionsUpstream:
                     yield event
         except UpstreamStreamError as error:
             message = f"The upstream provider '{self._name}' reported an error: {error}"
-            closing, result = translator.fail("upstream_error", message)
+            closing, result = translator.fail(message)
         except (httpx.HTTPError, ValueError, AttributeError) as error:
-            closing, result = translator.fail(*describe_stream_failure(self._name, error))
+            closing, result = translator.fail(describe_stream_failure(self._name, error))
         else:
             closing, result = translator.finish()
         for event in closing:

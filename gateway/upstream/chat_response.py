@@ -48,8 +48,8 @@ class ChatTranslator:
     def finish(self) -> tuple[list[Event], TurnResult]:
         return self._builder.finish(self._finish_reason, self._usage)
 
-    def fail(self, code: str, message: str) -> tuple[list[Event], TurnResult]:
-        return self._builder.fail(code, message)
+    def fail(self, message: str) -> tuple[list[Event], TurnResult]:
+        return self._builder.fail(message)
 
     def _message(self, message: Mapping[str, Any]) -> list[Event]:
         builder = self._builder

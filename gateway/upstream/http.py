@@ -124,11 +124,8 @@ class UpstreamStreamError(Exception):
     """An error the provider reported inside a stream that had already started."""
 
 
-def describe_stream_failure(name: str, error: Exception) -> tuple[str, str]:
-    """The code and message recorded when a stream breaks after it started."""
+def describe_stream_failure(name: str, error: Exception) -> str:
+    """The message recorded when an answer breaks after it started."""
     if isinstance(error, httpx.TimeoutException):
-        return "upstream_timeout", f"The upstream provider '{name}' stopped answering mid-stream."
-    return (
-        "upstream_error",
-        f"The stream from upstream provider '{name}' broke off ({type(error).__name__}).",
-    )
+        return f"The upstream provider '{name}' stopped answering mid-stream."
+    return f"The answer from upstream provider '{name}' broke off ({type(error).__name__})."

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from session import new_id
 
-from .results import Event, Item, TurnResult
+from .results import Event, Item, TurnResult, failed_result
 
 # Chat finish reasons that end a response early, and how Responses reports them.
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
@@ -91,11 +91,10 @@ class OutputBuilder:
         )
         return events, result
 
-    def fail(self, code: str, message: str) -> tuple[list[Event], TurnResult]:
+    def fail(self, message: str) -> tuple[list[Event], TurnResult]:
         """Close what is open as incomplete and return a failed result."""
         events = self._close_all("incomplete")
-        error = {"code": code, "message": message}
-        return events, TurnResult(status="failed", output=copy.deepcopy(self.output), error=error)
+        return events, failed_result(message, copy.deepcopy(self.output))
 
     # -- items -------------------------------------------------------------------------
 

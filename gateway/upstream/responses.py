@@ -20,7 +20,7 @@ from session import new_item_id
 from ..config import ProviderSettings
 from .base import UpstreamStream
 from .http import describe_stream_failure, post
-from .results import Event, Item, TurnResult, complete_usage
+from .results import Event, Item, TurnResult, complete_usage, failed_result
 
 # The gateway sends its own lifecycle events; the upstream's are read, not forwarded.
 _LIFECYCLE = frozenset({"response.created", "response.in_progress", "response.queued"})
@@ -90,10 +90,7 @@ class ResponsesUpstream:
             yield self._stream(response) if stream else self._whole(response)
 
     def _failed(self, error: Exception, output: list[Item] | None = None) -> TurnResult:
-        code, message = describe_stream_failure(self._name, error)
-        return TurnResult(
-            status="failed", output=output or [], error={"code": code, "message": message}
-        )
+        return failed_result(describe_stream_failure(self._name, error), output or [])
 
     async def _whole(self, response: httpx.Response) -> UpstreamStream:
         try:
@@ -118,10 +115,10 @@ class ResponsesUpstream:
                     return
                 if kind == "error":
                     message = (
-                        f"The upstream provider '{self._name}' reported: {event.get('message')}"
+                        f"The upstream provider '{self._name}' reported an error "
+                        f"({event.get('code')}): {event.get('message')}"
                     )
-                    error = {"code": event.get("code") or "upstream_error", "message": message}
-                    yield TurnResult(status="failed", output=done, error=error)
+                    yield failed_result(message, done)
                     return
                 mapped = ids.event(event)
                 if kind == "response.output_item.done":

@@ -33,6 +33,12 @@ class TurnResult:
         )
 
 
+def failed_result(message: str, output: list[Item] | None = None) -> TurnResult:
+    """A failed turn; ``server_error`` is the code strict clients accept for it."""
+    error = {"code": "server_error", "message": message}
+    return TurnResult(status="failed", output=output or [], error=error)
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) else 0
 

@@ -1,0 +1,243 @@
+"""A deterministic fake provider speaking Chat Completions and Responses over real HTTP.
+
+It records every request it receives, so tests assert exactly what went upstream, and
+answers from a queue of scripted replies (or a default reply naming the last user text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+UPSTREAM_KEY = "sk-upstream-secret-0123456789"
+
+
+@dataclass
+class Reply:
+    """One scripted answer."""
+
+    text: str | None = None
+    reasoning: str | None = None
+    tool_calls: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, args)
+    finish_reason: str = "stop"
+    status: int = 200
+    error_body: Any = None
+    break_after: int | None = None  # streamed chunks sent before the connection drops
+    delay: float = 0.0  # seconds before each streamed chunk
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+            return str(content)
+    return ""
+
+
+def _pieces(text: str, count: int = 3) -> list[str]:
+    size = max(1, -(-len(text) // count))
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+USAGE = {
+    "prompt_tokens": 11,
+    "completion_tokens": 7,
+    "total_tokens": 18,
+    "prompt_tokens_details": {"cached_tokens": 3},
+    "completion_tokens_details": {"reasoning_tokens": 2},
+}
+
+
+class FakeUpstream:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.replies: deque[Reply] = deque()
+        self._lock = threading.Lock()
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self.replies.extend(replies)
+
+    @property
+    def last(self) -> dict[str, Any]:
+        return self.requests[-1]
+
+    def _next(self, body: dict[str, Any], default_text: str) -> Reply:
+        with self._lock:
+            self.requests.append(body)
+            return self.replies.popleft() if self.replies else Reply(text=default_text)
+
+    # -- chat completions --------------------------------------------------------------
+
+    async def chat(self, request: Request) -> Response:
+        body = await request.json()
+        self.headers.append(dict(request.headers))
+        reply = self._next(body, f"reply to: {_last_user_text(body['messages'])}")
+        if reply.status != 200:
+            return JSONResponse(reply.error_body or {"error": {"message": "nope"}}, reply.status)
+        if body.get("stream"):
+            return StreamingResponse(self._chat_stream(reply), media_type="text/event-stream")
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.reasoning:
+            message["reasoning_content"] = reply.reasoning
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+                for cid, name, args in reply.tool_calls
+            ]
+        return JSONResponse(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+                "usage": USAGE,
+            }
+        )
+
+    @staticmethod
+    def chat_chunks(reply: Reply) -> list[dict[str, Any]]:
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [choice]}
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        chunks += [chunk({"reasoning_content": p}) for p in _pieces(reply.reasoning or "")]
+        chunks += [chunk({"content": p}) for p in _pieces(reply.text or "")]
+        for index, (cid, name, args) in enumerate(reply.tool_calls):
+            first = {"index": index, "id": cid, "type": "function"}
+            chunks.append(
+                chunk({"tool_calls": [{**first, "function": {"name": name, "arguments": ""}}]})
+            )
+            for piece in _pieces(args, 2):
+                chunks.append(
+                    chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+                )
+        chunks.append(chunk({}, reply.finish_reason))
+        chunks.append(
+            {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": USAGE}
+        )
+        return chunks
+
+    async def _chat_stream(self, reply: Reply) -> AsyncIterator[bytes]:
+        for number, chunk in enumerate(self.chat_chunks(reply)):
+            if reply.break_after is not None and number >= reply.break_after:
+                raise ConnectionResetError("the fake upstream drops the stream")
+            if reply.delay:
+                await asyncio.sleep(reply.delay)
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+
+    # -- responses ---------------------------------------------------------------------
+
+    async def responses(self, request: Request) -> Response:
+        body = await request.json()
+        self.headers.append(dict(request.headers))
+        texts = [
+            p.get("text", "")
+            for item in body.get("input", [])
+            if item.get("role") == "user"
+            for p in (
+                item["content"]
+                if isinstance(item["content"], list)
+                else [{"text": item["content"]}]
+            )
+        ]
+        reply = self._next(body, f"reply to: {texts[-1] if texts else ''}")
+        if reply.status != 200:
+            return JSONResponse(reply.error_body or {"error": {"message": "nope"}}, reply.status)
+        item = {
+            "id": "msg_upstream_1",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+        }
+        response = {
+            "id": "resp_upstream_1",
+            "object": "response",
+            "status": "completed",
+            "output": [item],
+            "usage": {"input_tokens": 5, "output_tokens": 4, "total_tokens": 9},
+        }
+        if not body.get("stream"):
+            return JSONResponse(response)
+        events: list[dict[str, Any]] = [
+            {
+                "type": "response.created",
+                "response": {**response, "status": "in_progress", "output": []},
+            },
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {**item, "content": [], "status": "in_progress"},
+            },
+            {
+                "type": "response.content_part.added",
+                "item_id": "msg_upstream_1",
+                "output_index": 0,
+                "content_index": 0,
+                "part": {"type": "output_text", "text": "", "annotations": []},
+            },
+        ]
+        for piece in _pieces(reply.text or ""):
+            events.append(
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": "msg_upstream_1",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": piece,
+                    "logprobs": [],
+                }
+            )
+        events += [
+            {
+                "type": "response.output_text.done",
+                "item_id": "msg_upstream_1",
+                "output_index": 0,
+                "content_index": 0,
+                "text": reply.text,
+                "logprobs": [],
+            },
+            {
+                "type": "response.content_part.done",
+                "item_id": "msg_upstream_1",
+                "output_index": 0,
+                "content_index": 0,
+                "part": item["content"][0],
+            },
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            {"type": "response.completed", "response": response},
+        ]
+
+        async def stream() -> AsyncIterator[bytes]:
+            for number, event in enumerate(events):
+                if reply.break_after is not None and number >= reply.break_after:
+                    raise ConnectionResetError("the fake upstream drops the stream")
+                data = json.dumps({**event, "sequence_number": number})
+                yield f"event: {event['type']}\ndata: {data}\n\n".encode()
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    @property
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                Route("/v1/responses", self.responses, methods=["POST"]),
+            ]
+        )
