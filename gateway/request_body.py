@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -12,10 +13,16 @@ from .errors import APIError, invalid_request
 MESSAGE_ROLES = frozenset({"user", "assistant", "system", "developer"})
 
 
+# Union members pydantic names in an error's location; they are not part of the param.
+_UNION_TAG = re.compile(r"^(str|int|float|bool|none|(dict|list|literal|function-\w+)\[.*\])$")
+
+
 def param_path(location: tuple[int | str, ...]) -> str:
     """``("input", 0, "role")`` -> ``"input[0].role"``, OpenAI's way of naming a param."""
     path = ""
     for part in location:
+        if isinstance(part, str) and _UNION_TAG.match(part):
+            continue
         if isinstance(part, int):
             path += f"[{part}]"
         else:
