@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from openai import OpenAI
 
 from gateway import ConfigError, create_app, load_config, parse_config

@@ -1,0 +1,126 @@
+"""Golden files for each translation direction, from recorded Chat Completions traffic.
+
+The translators are pure, so these tests need no server. Regenerate the expectations
+after an intended change with ``UPDATE_GOLDEN=1 pytest tests/test_translation_golden.py``
+and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gateway.upstream.chat_request import to_chat_request
+from gateway.upstream.chat_response import ChatTranslator
+from gateway.upstream.output_builder import ToolName
+
+GOLDEN = Path(__file__).parent / "golden"
+_MINTED = re.compile(r"\b(msg|fc|rs|call)_[0-9a-f]{48}\b")
+
+
+def stable_ids(value: Any) -> Any:
+    """Replace minted random ids by ``<msg:1>``-style names in order of appearance."""
+    names: dict[str, str] = {}
+
+    def name(match: re.Match[str]) -> str:
+        prefix = match.group(1)
+        if match.group(0) not in names:
+            count = sum(1 for n in names.values() if n.startswith(f"<{prefix}:")) + 1
+            names[match.group(0)] = f"<{prefix}:{count}>"
+        return names[match.group(0)]
+
+    return json.loads(_MINTED.sub(name, json.dumps(value)))
+
+
+def check(path: Path, key: str, actual: Any) -> None:
+    document = json.loads(path.read_text())
+    if os.environ.get("UPDATE_GOLDEN"):
+        document[key] = actual
+        path.write_text(json.dumps(document, indent=2) + "\n")
+    assert key in document, f"run with UPDATE_GOLDEN=1 to record {path.name}:{key}"
+    assert actual == document[key]
+
+
+def translate_stream(document: dict[str, Any]) -> dict[str, Any]:
+    names = {flat: ToolName(*pair) for flat, pair in document.get("tool_names", {}).items()}
+    translator = ChatTranslator(names)
+    events = [event for chunk in document["chunks"] for event in translator.chunk(chunk)]
+    closing, result = translator.finish()
+    return stable_ids(
+        {
+            "events": events + closing,
+            "result": {
+                "status": result.status,
+                "output": result.output,
+                "usage": result.usage,
+                "incomplete_details": result.incomplete_details,
+            },
+        }
+    )
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in GOLDEN.glob("chat_stream_*.json")))
+def test_chat_stream_to_responses_events(name: str) -> None:
+    path = GOLDEN / name
+    check(path, "expected", translate_stream(json.loads(path.read_text())))
+
+
+def test_chat_completion_to_responses_output() -> None:
+    path = GOLDEN / "chat_response.json"
+    actual = []
+    for case in json.loads(path.read_text())["cases"]:
+        translator = ChatTranslator()
+        events = translator.completion(case["completion"])
+        _, result = translator.finish()
+        actual.append(
+            stable_ids(
+                {
+                    "event_types": [e["type"] for e in events],
+                    "status": result.status,
+                    "output": result.output,
+                    "usage": result.usage,
+                    "incomplete_details": result.incomplete_details,
+                }
+            )
+        )
+    check(path, "expected", actual)
+
+
+def test_responses_request_to_chat_request() -> None:
+    path = GOLDEN / "chat_request.json"
+    actual = []
+    for case in json.loads(path.read_text())["cases"]:
+        request = case["request"]
+        chat = to_chat_request(request, model=request["model"], stream=case["stream"])
+        actual.append(
+            {
+                "payload": chat.payload,
+                "tool_names": {k: list(v.__dict__.values()) for k, v in chat.tool_names.items()},
+            }
+        )
+    check(path, "expected", actual)
+
+
+def test_stream_events_equal_the_non_streamed_output() -> None:
+    """The same answer streamed or whole builds the same output items."""
+    document = json.loads((GOLDEN / "chat_stream_tool_calls.json").read_text())
+    streamed = translate_stream(document)["result"]["output"]
+    message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": []}
+    for chunk in document["chunks"]:
+        for choice in chunk["choices"]:
+            for call in choice["delta"].get("tool_calls", []):
+                if "id" in call:
+                    message["tool_calls"].append({**call, "function": dict(call["function"])})
+                else:
+                    message["tool_calls"][call["index"]]["function"]["arguments"] += call[
+                        "function"
+                    ]["arguments"]
+    translator = ChatTranslator({"files__read": ToolName("read", "files")})
+    translator.completion({"choices": [{"message": message, "finish_reason": "tool_calls"}]})
+    whole = stable_ids(translator.finish()[1].output)
+    assert whole == streamed
