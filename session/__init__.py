@@ -20,6 +20,7 @@ from .factory import SessionSettings, SQLiteSettings, build_store
 from .ids import new_id, new_item_id
 from .memory import MemoryStore
 from .models import (
+    ChainTurn,
     Item,
     ItemPage,
     RequestSnapshot,
@@ -41,6 +42,7 @@ __all__ = [
     "ChainCycle",
     "ChainError",
     "ChainTooDeep",
+    "ChainTurn",
     "ExpectedParent",
     "InvalidCursor",
     "Item",

@@ -11,13 +11,13 @@ from .errors import (
     ResponseNotFound,
     TurnNotContinuable,
 )
-from .models import CONTINUABLE_STATUSES, Item, ResolvedChain, StoredResponse
+from .models import CONTINUABLE_STATUSES, ChainTurn, Item, ResolvedChain
 
 DEFAULT_MAX_DEPTH = 10_000
 
 
 def assemble_chain(
-    head_id: str, records: Mapping[str, StoredResponse], max_depth: int = DEFAULT_MAX_DEPTH
+    head_id: str, records: Mapping[str, ChainTurn], max_depth: int = DEFAULT_MAX_DEPTH
 ) -> ResolvedChain:
     """Walk parent links from ``head_id`` through ``records`` and build the chain.
 
@@ -25,7 +25,7 @@ def assemble_chain(
     query); a link to an id absent from it is a missing ancestor. Each turn contributes
     its request input items then its response output items; instructions never do.
     """
-    turns: list[StoredResponse] = []
+    turns: list[ChainTurn] = []
     seen: set[str] = set()
     current: str | None = head_id
     while current is not None:
@@ -46,6 +46,6 @@ def assemble_chain(
     turns.reverse()
     items: list[Item] = []
     for turn in turns:
-        items.extend(turn.request.input)
-        items.extend(turn.response.output)
+        items.extend(turn.input)
+        items.extend(turn.output)
     return ResolvedChain(turns=turns, items=items)

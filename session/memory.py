@@ -2,29 +2,45 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import TypeVar
 
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
 from .errors import ResponseNotFound
-from .models import ItemPage, ResolvedChain, StoredResponse
+from .models import ChainTurn, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order, page_items
 from .policy import UNSET, ExpectedParent, check_save
 
+T = TypeVar("T")
 
-class _Decoded(Mapping[str, StoredResponse]):
-    """Serialised records read as fresh objects, decoding only the ones looked up."""
 
-    def __init__(self, serialised: dict[str, str]) -> None:
+class _Serialised(Mapping[str, T]):
+    """Records kept as JSON, decoded afresh on each lookup (so callers share nothing)."""
+
+    def __init__(self, serialised: dict[str, str], decode: Callable[[str], T]) -> None:
         self._serialised = serialised
+        self._decode = decode
 
-    def __getitem__(self, response_id: str) -> StoredResponse:
-        return StoredResponse.model_validate_json(self._serialised[response_id])
+    def __getitem__(self, response_id: str) -> T:
+        return self._decode(self._serialised[response_id])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._serialised)
 
     def __len__(self) -> int:
         return len(self._serialised)
+
+
+def _chain_turn(serialised: str) -> ChainTurn:
+    record = json.loads(serialised)
+    return ChainTurn(
+        record["id"],
+        record["previous_response_id"],
+        record["status"],
+        record["request"]["input"],
+        record["response"]["output"],
+    )
 
 
 class MemoryStore:
@@ -37,8 +53,10 @@ class MemoryStore:
         self._max_depth = max_depth
         self._responses: dict[str, dict[str, str]] = {}
 
-    def _project(self, project: str) -> _Decoded:
-        return _Decoded(self._responses.setdefault(project, {}))
+    def _project(self, project: str) -> _Serialised[StoredResponse]:
+        return _Serialised(
+            self._responses.setdefault(project, {}), StoredResponse.model_validate_json
+        )
 
     def _find(self, project: str, response_id: str) -> StoredResponse:
         record = self._project(project).get(response_id)
@@ -65,7 +83,8 @@ class MemoryStore:
         self._responses[record.project][record.id] = record.model_dump_json()
 
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
-        return assemble_chain(response_id, self._project(project), self._max_depth)
+        turns = _Serialised(self._responses.get(project, {}), _chain_turn)
+        return assemble_chain(response_id, turns, self._max_depth)
 
     async def list_input_items(
         self,

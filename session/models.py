@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -109,10 +110,26 @@ class StoredResponse(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class ResolvedChain(BaseModel):
-    """A chain's turns oldest first and the input items they contribute, in order."""
+@dataclass(frozen=True)
+class ChainTurn:
+    """What chain resolution reads of one stored turn."""
 
-    turns: list[StoredResponse]
+    id: str
+    previous_response_id: str | None
+    status: str
+    input: list[Item]
+    output: list[Item]
+
+
+@dataclass(frozen=True)
+class ResolvedChain:
+    """A chain's turns oldest first and the input items they contribute, in order.
+
+    Plain data, not a validated model: a long chain holds many thousands of items and
+    they were validated when stored.
+    """
+
+    turns: list[ChainTurn]
     items: list[Item]
 
 

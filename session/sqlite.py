@@ -14,7 +14,14 @@ import sqlite_utils
 
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
 from .errors import ResponseNotFound
-from .models import ItemPage, RequestSnapshot, ResolvedChain, ResponseSnapshot, StoredResponse
+from .models import (
+    ChainTurn,
+    ItemPage,
+    RequestSnapshot,
+    ResolvedChain,
+    ResponseSnapshot,
+    StoredResponse,
+)
 from .paging import Order, page_items
 from .policy import UNSET, ExpectedParent, check_save
 from .sqlite_schema import migrate
@@ -38,8 +45,8 @@ _PLACEHOLDERS = ", ".join("?" for _ in _COLUMN_NAMES)
 
 # One statement: the recursive part walks parent links (UNION drops a row seen before,
 # so a corrupted cycle ends), LIMIT stops one row past the depth limit, and the outer
-# join fetches the full rows.
-_CHAIN_SQL = f"""
+# join fetches what each turn contributes.
+_CHAIN_SQL = """
 WITH RECURSIVE chain(id, parent) AS (
     SELECT id, previous_response_id FROM responses WHERE project = :project AND id = :id
     UNION
@@ -48,7 +55,8 @@ WITH RECURSIVE chain(id, parent) AS (
     WHERE r.project = :project
     LIMIT :limit
 )
-SELECT {", ".join(f"r.{name}" for name in _COLUMN_NAMES)}
+SELECT r.id, r.previous_response_id, r.status,
+       json_extract(r.request, '$.input'), json_extract(r.response, '$.output')
 FROM chain JOIN responses r ON r.project = :project AND r.id = chain.id
 """
 
@@ -177,8 +185,11 @@ class SQLiteStore:
             return conn.execute(_CHAIN_SQL, params).fetchall()
 
         rows = await self._run(read)
-        records = {record.id: record for record in map(_from_row, rows)}
-        return assemble_chain(response_id, records, self._max_depth)
+        turns = {
+            row[0]: ChainTurn(row[0], row[1], row[2], json.loads(row[3]), json.loads(row[4]))
+            for row in rows
+        }
+        return assemble_chain(response_id, turns, self._max_depth)
 
     async def list_input_items(
         self,
