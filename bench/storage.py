@@ -49,17 +49,37 @@ def make_turn(n: int, parent: str | None) -> StoredResponse:
     )
 
 
-def sqlite_bytes(store: SessionStore) -> int | None:
-    if not isinstance(store, SQLiteStore):
-        return None
-    row = store.connection.execute(
-        "SELECT sum(length(request) + length(response) + length(metadata) + length(id)"
-        " + ifnull(length(previous_response_id), 0)) FROM responses"
-    ).fetchone()
-    return int(row[0])
+ROW_BYTES = (
+    "SELECT sum(length(request::text) + length(response::text) + length(metadata::text)"
+    " + length(id) + coalesce(length(previous_response_id), 0)) FROM responses"
+)
 
 
-async def measure(store: SessionStore, depth: int, repeat: int) -> tuple[float, float | None]:
+async def stored_bytes(store: SessionStore, dsn: str | None) -> int | None:
+    """Bytes of JSON and ids the turns occupy (the same measure on every database)."""
+    if isinstance(store, SQLiteStore):
+        row = store.connection.execute(ROW_BYTES.replace("::text", "")).fetchone()
+        return int(row[0])
+    if dsn and not isinstance(store, MemoryStore):
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(dsn) as conn:
+            cursor = await conn.execute(ROW_BYTES)
+            found = await cursor.fetchone()
+            return int(found[0]) if found else None
+    return None
+
+
+async def drop_postgres_tables(dsn: str) -> None:
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await conn.execute("DROP TABLE IF EXISTS responses, schema_version")
+
+
+async def measure(
+    store: SessionStore, depth: int, repeat: int, dsn: str | None
+) -> tuple[float, float | None]:
     parent = None
     for n in range(depth):
         record = make_turn(n, parent)
@@ -72,23 +92,29 @@ async def measure(store: SessionStore, depth: int, repeat: int) -> tuple[float, 
         chain = await store.resolve_chain("default", parent)
         timings.append(time.perf_counter() - start)
         assert len(chain.items) == 2 * depth
-    stored = sqlite_bytes(store)
+    stored = await stored_bytes(store, dsn)
     return statistics.median(timings), (stored / depth if stored is not None else None)
 
 
-async def main(depths: list[int], repeat: int) -> None:
+async def main(depths: list[int], repeat: int, dsn: str | None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         backends: dict[str, Callable[[int], SessionStore]] = {
             "memory": lambda depth: MemoryStore(max_depth=depth),
             "sqlite": lambda depth: SQLiteStore(Path(folder) / f"{depth}.db", max_depth=depth),
         }
+        if dsn:
+            from session.postgres import PostgresStore
+
+            backends["postgres"] = lambda depth: PostgresStore(dsn, max_depth=depth)
         print(f"{'backend':<8} {'depth':>6} {'resolve ms':>11} {'ms/turn':>9} {'bytes/turn':>11}")
         for name, open_store in backends.items():
             base: float | None = None
             for depth in depths:
                 store = open_store(depth)
-                seconds, per_turn = await measure(store, depth, repeat)
+                seconds, per_turn = await measure(store, depth, repeat, dsn)
                 await store.close()
+                if name == "postgres":
+                    await drop_postgres_tables(dsn or "")
                 base = base or seconds / depth
                 bytes_text = f"{per_turn:11.0f}" if per_turn is not None else f"{'-':>11}"
                 print(
@@ -102,5 +128,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", default="10,100,1000,10000")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--postgres",
+        metavar="DSN",
+        help="also measure PostgreSQL, in this (empty) database; its tables are dropped after",
+    )
     args = parser.parse_args()
-    anyio.run(main, [int(d) for d in args.depths.split(",")], args.repeat)
+    anyio.run(main, [int(d) for d in args.depths.split(",")], args.repeat, args.postgres)

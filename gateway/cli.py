@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 import uvicorn
 
+from session import BackendNotInstalled, check_backend_installed
+
 from .app import create_app
 from .config import ConfigError, GatewayConfig, load_config
 
@@ -40,7 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         config = _load(args.config)
-    except ConfigError as error:
+        check_backend_installed(config.session)
+    except (ConfigError, BackendNotInstalled) as error:
         print(f"gateway: {error}", file=sys.stderr)
         return 2
     if args.command == "check-config":

@@ -5,6 +5,7 @@ This package knows nothing of HTTP or upstream providers.
 
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
 from .errors import (
+    BackendNotInstalled,
     ChainAncestorMissing,
     ChainCycle,
     ChainError,
@@ -16,7 +17,13 @@ from .errors import (
     StoreUnavailable,
     TurnNotContinuable,
 )
-from .factory import SessionSettings, SQLiteSettings, build_store
+from .factory import (
+    PostgresSettings,
+    SessionSettings,
+    SQLiteSettings,
+    build_store,
+    check_backend_installed,
+)
 from .ids import new_id, new_item_id
 from .memory import MemoryStore
 from .models import (
@@ -38,6 +45,7 @@ from .store import SessionStore
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "UNSET",
+    "BackendNotInstalled",
     "ChainAncestorMissing",
     "ChainCycle",
     "ChainError",
@@ -49,6 +57,7 @@ __all__ = [
     "ItemPage",
     "MemoryStore",
     "Order",
+    "PostgresSettings",
     "RequestSnapshot",
     "ResolvedChain",
     "ResponseNotFound",
@@ -65,6 +74,7 @@ __all__ = [
     "TurnNotContinuable",
     "assemble_chain",
     "build_store",
+    "check_backend_installed",
     "new_id",
     "new_item_id",
     "normalise_input",

@@ -54,6 +54,10 @@ class StoreUnavailable(SessionError):
     code = "store_unavailable"
 
 
+class BackendNotInstalled(SessionError):
+    code = "backend_not_installed"
+
+
 class ChainError(SessionError):
     code = "chain_error"
 

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import os
 import sqlite3
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -25,21 +27,42 @@ def anyio_backend() -> str:
 StoreFactory = Callable[..., SessionStore]
 
 
-def _memory(tmp_path: Path) -> StoreFactory:
-    return lambda **options: MemoryStore(**options)
+POSTGRES_DSN_VARIABLE = "GATEWAY_TEST_POSTGRES_DSN"
 
 
-def _sqlite(tmp_path: Path) -> StoreFactory:
-    return lambda **options: SQLiteStore(tmp_path / "sessions.db", **options)
+@pytest.fixture
+def postgres_dsn() -> Iterator[str]:
+    """A DSN whose search_path is a fresh, empty schema, dropped after the test."""
+    base = os.environ.get(POSTGRES_DSN_VARIABLE)
+    if not base:
+        pytest.skip(
+            f"PostgreSQL tests need a database: set {POSTGRES_DSN_VARIABLE}="
+            "postgresql://postgres@127.0.0.1:5432/test (.ci/run does)"
+        )
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    schema = f"gw_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield make_conninfo(base, options=f"-c search_path={schema}")
+    finally:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
-BACKENDS: dict[str, Callable[[Path], StoreFactory]] = {"memory": _memory, "sqlite": _sqlite}
-
-
-@pytest.fixture(params=list(BACKENDS))
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store_factory(request: Any, tmp_path: Path) -> StoreFactory:
     """Opens the backend under test with the given options (``max_depth``)."""
-    return BACKENDS[request.param](tmp_path)
+    if request.param == "memory":
+        return lambda **options: MemoryStore(**options)
+    if request.param == "sqlite":
+        return lambda **options: SQLiteStore(tmp_path / "sessions.db", **options)
+    from session.postgres import PostgresStore
+
+    dsn = request.getfixturevalue("postgres_dsn")
+    return lambda **options: PostgresStore(dsn, **options)
 
 
 @pytest.fixture

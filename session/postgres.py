@@ -1,0 +1,205 @@
+"""The shared backend: PostgreSQL through psycopg 3 and a connection pool.
+
+Several gateway instances may use one database: every save runs its policy checks and
+its write in one transaction, and the chain is read with one recursive query. A database
+that is down makes calls raise :class:`StoreUnavailable`; the pool reconnects by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from .chain import DEFAULT_MAX_DEPTH, assemble_chain
+from .errors import ResponseNotFound, SaveConflict, StoreUnavailable
+from .models import ChainTurn, ItemPage, ResolvedChain, StoredResponse
+from .paging import Order, page_items
+from .policy import UNSET, ExpectedParent, check_save
+from .postgres_schema import migrate
+
+_NAMES = (
+    "project",
+    "id",
+    "previous_response_id",
+    "conversation_id",
+    "created_at",
+    "completed_at",
+    "status",
+    "request",
+    "response",
+    "metadata",
+)
+_COLUMNS = ", ".join(_NAMES)
+_VALUES = ", ".join("%s" for _ in _NAMES)
+_INSERT = f"INSERT INTO responses ({_COLUMNS}) VALUES ({_VALUES}) ON CONFLICT (project, id) "
+_UPSERT = _INSERT + "DO UPDATE SET " + ", ".join(f"{n} = EXCLUDED.{n}" for n in _NAMES[2:])
+_INSERT += "DO NOTHING"
+
+# One statement. Depth bounds the walk (a corrupted cycle stops at the limit); the outer
+# query fetches each distinct turn once, with only what it contributes.
+_CHAIN_SQL = """
+WITH RECURSIVE chain(id, parent, depth) AS (
+    SELECT id, previous_response_id, 1 FROM responses
+    WHERE project = %(project)s AND id = %(id)s
+    UNION ALL
+    SELECT r.id, r.previous_response_id, chain.depth + 1
+    FROM responses r JOIN chain ON r.id = chain.parent
+    WHERE r.project = %(project)s AND chain.depth <= %(max_depth)s
+)
+SELECT r.id, r.previous_response_id, r.status, r.request -> 'input', r.response -> 'output'
+FROM (SELECT DISTINCT id FROM chain) c
+JOIN responses r ON r.project = %(project)s AND r.id = c.id
+"""
+
+
+def _row(record: StoredResponse) -> tuple[Any, ...]:
+    data = record.model_dump(mode="json")
+    return (
+        record.project,
+        record.id,
+        record.previous_response_id,
+        record.conversation_id,
+        record.created_at,
+        record.completed_at,
+        record.status,
+        Jsonb(data["request"]),
+        Jsonb(data["response"]),
+        Jsonb(data["metadata"]),
+    )
+
+
+def _record(row: tuple[Any, ...]) -> StoredResponse:
+    return StoredResponse.model_validate(dict(zip(_NAMES, row, strict=True)))
+
+
+class PostgresStore:
+    """A store in one PostgreSQL database, shared by any number of gateway instances."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        pool_min: int = 1,
+        pool_max: int = 10,
+        connect_timeout: float = 5.0,
+    ) -> None:
+        self._max_depth = max_depth
+        self._pool: AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]] = AsyncConnectionPool(
+            dsn,
+            min_size=pool_min,
+            max_size=pool_max,
+            open=False,
+            timeout=connect_timeout,
+            check=AsyncConnectionPool.check_connection,
+            kwargs={"connect_timeout": max(1, int(connect_timeout))},
+        )
+        self._ready = False
+        self._opening = asyncio.Lock()
+        self.schema_version = 0
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection[tuple[Any, ...]]]:
+        """A pooled connection inside a transaction; database outages become 503s."""
+        try:
+            if not self._ready:
+                await self._open()
+            async with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            raise StoreUnavailable(
+                f"The session database is unavailable ({type(error).__name__})."
+            ) from None
+
+    async def _open(self) -> None:
+        async with self._opening:
+            if self._ready:
+                return
+            await self._pool.open(wait=False)
+            async with self._pool.connection() as conn:
+                self.schema_version = await migrate(conn)
+            self._ready = True
+
+    async def get(self, project: str, response_id: str) -> StoredResponse:
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                f"SELECT {_COLUMNS} FROM responses WHERE project = %s AND id = %s",
+                (project, response_id),
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            raise ResponseNotFound(response_id)
+        return _record(row)
+
+    async def save(
+        self,
+        record: StoredResponse,
+        *,
+        overwrite: bool = False,
+        expected_previous_response_id: ExpectedParent = UNSET,
+    ) -> None:
+        row = _row(record)
+        try:
+            async with self._connection() as conn:
+                cursor = await conn.execute(
+                    f"SELECT {_COLUMNS} FROM responses WHERE project = %s AND id = %s FOR UPDATE",
+                    (record.project, record.id),
+                )
+                existing = await cursor.fetchone()
+                check_save(
+                    record,
+                    None if existing is None else _record(existing),
+                    overwrite=overwrite,
+                    expected_previous_response_id=expected_previous_response_id,
+                )
+                cursor = await conn.execute(_INSERT if existing is None else _UPSERT, row)
+                if cursor.rowcount == 0:  # another instance inserted this id meanwhile
+                    raise SaveConflict(record.id, "a response with this id already exists.")
+        except psycopg.IntegrityError as error:
+            raise SaveConflict(record.id, f"the database refused it ({error.sqlstate}).") from None
+
+    async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
+        params = {"project": project, "id": response_id, "max_depth": self._max_depth}
+        async with self._connection() as conn:
+            cursor = await conn.execute(_CHAIN_SQL, params)
+            rows = await cursor.fetchall()
+        turns = {row[0]: ChainTurn(row[0], row[1], row[2], row[3], row[4]) for row in rows}
+        return assemble_chain(response_id, turns, self._max_depth)
+
+    async def list_input_items(
+        self,
+        project: str,
+        response_id: str,
+        *,
+        after: str | None = None,
+        before: str | None = None,
+        limit: int = 20,
+        order: Order = "desc",
+    ) -> ItemPage:
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "SELECT request -> 'input' FROM responses WHERE project = %s AND id = %s",
+                (project, response_id),
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            raise ResponseNotFound(response_id)
+        return page_items(row[0], after=after, before=before, limit=limit, order=order)
+
+    async def delete(self, project: str, response_id: str) -> None:
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM responses WHERE project = %s AND id = %s", (project, response_id)
+            )
+        if cursor.rowcount == 0:
+            raise ResponseNotFound(response_id)
+
+    async def close(self) -> None:
+        await self._pool.close()

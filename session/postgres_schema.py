@@ -1,0 +1,52 @@
+"""The PostgreSQL schema, created and migrated step by step; safe when instances race."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import AsyncConnection
+
+# Arbitrary constant naming the advisory lock that serialises migrations across instances.
+MIGRATION_LOCK = 0x6A7E_5E55
+
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE responses (
+        project TEXT NOT NULL,
+        id TEXT NOT NULL,
+        previous_response_id TEXT,
+        conversation_id TEXT,
+        created_at DOUBLE PRECISION NOT NULL,
+        completed_at DOUBLE PRECISION,
+        status TEXT NOT NULL,
+        request JSONB NOT NULL,
+        response JSONB NOT NULL,
+        metadata JSONB NOT NULL,
+        PRIMARY KEY (project, id)
+    );
+    CREATE INDEX responses_parent ON responses (project, previous_response_id);
+    CREATE INDEX responses_conversation ON responses (project, conversation_id);
+    CREATE INDEX responses_created ON responses (project, created_at);
+    """,
+]
+
+
+async def migrate(conn: AsyncConnection[Any]) -> int:
+    """Apply the migrations this database has not seen; return the resulting version.
+
+    One transaction under an advisory lock: instances starting together wait for the
+    first one, then find nothing left to do.
+    """
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+        cursor = await conn.execute("SELECT version FROM schema_version")
+        row = await cursor.fetchone()
+        version = int(row[0]) if row else 0
+        if row is None:
+            await conn.execute("INSERT INTO schema_version VALUES (0)")
+        for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
+            await conn.execute(step)
+            await conn.execute("UPDATE schema_version SET version = %s", (number,))
+            version = number
+    return version

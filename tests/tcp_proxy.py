@@ -1,0 +1,67 @@
+"""A TCP proxy that can be cut and restored, to play a database going down and back."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from .servers import free_port
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:``port`` to ``target``; ``stop()`` refuses and drops connections."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.port = free_port()
+        self._target = (target_host, target_port)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    def _call(self, coro: object) -> None:
+        asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=10)  # type: ignore[arg-type]
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self._target)
+        except OSError:
+            writer.close()
+            return
+        self._writers |= {writer, up_writer}
+        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+
+    async def _start(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+
+    async def _stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        for writer in self._writers:
+            writer.transport.abort()
+        self._writers.clear()
+
+    def start(self) -> None:
+        self._call(self._start())
+
+    def stop(self) -> None:
+        self._call(self._stop())
+
+    def close(self) -> None:
+        self.stop()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()

@@ -1,0 +1,135 @@
+"""Several gateway processes sharing one store: any instance continues any chain."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from openai import OpenAI
+
+from .fake_upstream import UPSTREAM_KEY, FakeUpstream
+from .servers import free_port
+
+
+def start_instance(config: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    log = config.parent / f"gateway-{port}.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gateway",
+                "serve",
+                "--config",
+                str(config),
+                "--port",
+                str(port),
+            ],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):  # bounded wait for start-up
+        if process.poll() is not None:
+            raise RuntimeError(log.read_text())
+        try:
+            httpx.get(f"{url}/healthz", timeout=1)
+            return process, url
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("the gateway did not start")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def instances(
+    request: Any, tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
+) -> Iterator[tuple[OpenAI, OpenAI, FakeUpstream]]:
+    fake, upstream_url = fake_upstream
+    session: dict[str, Any] = {"backend": request.param, "sqlite": {"path": str(tmp_path / "s.db")}}
+    if request.param == "postgres":
+        session["postgres"] = {"dsn": request.getfixturevalue("postgres_dsn")}
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "session": session,
+                "providers": {
+                    "fake": {
+                        "wire_api": "chat_completions",
+                        "base_url": f"{upstream_url}/v1",
+                        "api_key": UPSTREAM_KEY,
+                    }
+                },
+                "default_provider": "fake",
+            }
+        )
+    )
+    processes = [start_instance(config) for _ in range(2)]
+    clients = [
+        OpenAI(base_url=f"{url}/v1", api_key="k", max_retries=0, _strict_response_validation=True)
+        for _, url in processes
+    ]
+    try:
+        yield clients[0], clients[1], fake
+    finally:
+        for client in clients:
+            client.close()
+        for process, _ in processes:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def test_a_chain_alternates_between_instances(
+    instances: tuple[OpenAI, OpenAI, FakeUpstream],
+) -> None:
+    a, b, fake = instances
+    previous = None
+    for n in range(6):
+        client = a if n % 2 == 0 else b
+        previous = client.responses.create(
+            model="m", input=f"turn {n}", previous_response_id=previous
+        ).id
+    users = [m["content"] for m in fake.last["messages"] if m["role"] == "user"]
+    assert users == [f"turn {n}" for n in range(6)]
+
+
+def test_a_streamed_turn_on_one_is_continued_on_the_other(
+    instances: tuple[OpenAI, OpenAI, FakeUpstream],
+) -> None:
+    a, b, fake = instances
+    events = list(a.responses.create(model="m", input="streamed on a", stream=True))
+    streamed = events[-1].response  # type: ignore[union-attr]
+    assert events[-1].type == "response.completed"
+    b.responses.create(model="m", input="continued on b", previous_response_id=streamed.id)
+    contents = [m["content"] for m in fake.last["messages"]]
+    assert contents == ["streamed on a", "reply to: streamed on a", "continued on b"]
+
+
+def test_concurrent_branching_from_both_instances_loses_nothing(
+    instances: tuple[OpenAI, OpenAI, FakeUpstream],
+) -> None:
+    a, b, _ = instances
+    root = a.responses.create(model="m", input="root")
+
+    def branch(n: int) -> str:
+        client = a if n % 2 else b
+        return client.responses.create(model="m", input=f"b{n}", previous_response_id=root.id).id
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        children = list(pool.map(branch, range(24)))
+    assert len(set(children)) == 24
+    for n, child in enumerate(children):
+        for client in (a, b):
+            fetched = client.responses.retrieve(child)
+            assert fetched.previous_response_id == root.id
+            assert fetched.output_text == f"reply to: b{n}"

@@ -1,0 +1,76 @@
+"""What only the PostgreSQL backend promises: shared use, racing migrations, outages."""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from session import ChainCycle, StoreUnavailable
+from session.postgres import PostgresStore
+
+from .records import turn
+from .tcp_proxy import TcpProxy
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_instances_migrating_at_once_migrate_once(postgres_dsn: str) -> None:
+    stores = [PostgresStore(postgres_dsn) for _ in range(4)]
+    await asyncio.gather(*(s.save(turn(f"r{n}")) for n, s in enumerate(stores)))
+    assert {s.schema_version for s in stores} == {1}
+    for store in stores:
+        await store.close()
+
+
+async def test_two_instances_saving_children_of_one_parent_lose_nothing(postgres_dsn: str) -> None:
+    one, two = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
+    await one.save(turn("root"))
+    children = [turn(f"c{n}", "root") for n in range(40)]
+    await asyncio.gather(*((one if n % 2 else two).save(c) for n, c in enumerate(children)))
+    for child in children:
+        chain = await two.resolve_chain("default", child.id)
+        assert [t.id for t in chain.turns] == ["root", child.id]
+    await one.close()
+    await two.close()
+
+
+async def test_a_hand_written_cycle_is_reported(postgres_dsn: str) -> None:
+    store = PostgresStore(postgres_dsn)
+    for name, parent in (("a", None), ("b", "a"), ("c", "b")):
+        await store.save(turn(name, parent))
+    async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
+        await conn.execute("UPDATE responses SET previous_response_id = 'c' WHERE id = 'a'")
+    with pytest.raises(ChainCycle):
+        await store.resolve_chain("default", "c")
+    await store.close()
+
+
+async def test_a_database_outage_is_unavailable_then_recovers(postgres_dsn: str) -> None:
+    params = conninfo_to_dict(postgres_dsn)
+    proxy = TcpProxy(str(params.get("host", "127.0.0.1")), int(params.get("port", 5432)))
+    proxy.start()
+    store = PostgresStore(
+        make_conninfo(postgres_dsn, host="127.0.0.1", port=proxy.port), connect_timeout=1
+    )
+    try:
+        await store.save(turn("r0"))
+        proxy.stop()
+        with pytest.raises(StoreUnavailable) as caught:
+            await store.get("default", "r0")
+        assert caught.value.code == "store_unavailable"
+        proxy.start()
+        for _ in range(50):  # the pool reconnects in the background: bounded retries
+            try:
+                assert (await store.get("default", "r0")).id == "r0"
+                break
+            except StoreUnavailable:
+                await asyncio.sleep(0.2)
+        else:
+            raise AssertionError("the store did not recover")
+        await store.save(turn("r1", "r0"))
+    finally:
+        await store.close()
+        proxy.close()
