@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from gateway import create_app
 from session import ChainCycle, StoreUnavailable
 from session.postgres import PostgresStore
 
+from .conftest import gateway_config
+from .fake_upstream import FakeUpstream
 from .records import turn
+from .servers import serve
 from .tcp_proxy import TcpProxy
 
-pytestmark = pytest.mark.anyio
 
-
+@pytest.mark.anyio
 async def test_instances_migrating_at_once_migrate_once(postgres_dsn: str) -> None:
     stores = [PostgresStore(postgres_dsn) for _ in range(4)]
     await asyncio.gather(*(s.save(turn(f"r{n}")) for n, s in enumerate(stores)))
@@ -25,6 +31,7 @@ async def test_instances_migrating_at_once_migrate_once(postgres_dsn: str) -> No
         await store.close()
 
 
+@pytest.mark.anyio
 async def test_two_instances_saving_children_of_one_parent_lose_nothing(postgres_dsn: str) -> None:
     one, two = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
     await one.save(turn("root"))
@@ -37,6 +44,7 @@ async def test_two_instances_saving_children_of_one_parent_lose_nothing(postgres
     await two.close()
 
 
+@pytest.mark.anyio
 async def test_a_hand_written_cycle_is_reported(postgres_dsn: str) -> None:
     store = PostgresStore(postgres_dsn)
     for name, parent in (("a", None), ("b", "a"), ("c", "b")):
@@ -48,6 +56,7 @@ async def test_a_hand_written_cycle_is_reported(postgres_dsn: str) -> None:
     await store.close()
 
 
+@pytest.mark.anyio
 async def test_a_database_outage_is_unavailable_then_recovers(postgres_dsn: str) -> None:
     params = conninfo_to_dict(postgres_dsn)
     proxy = TcpProxy(str(params.get("host", "127.0.0.1")), int(params.get("port", 5432)))
@@ -73,4 +82,37 @@ async def test_a_database_outage_is_unavailable_then_recovers(postgres_dsn: str)
         await store.save(turn("r1", "r0"))
     finally:
         await store.close()
+        proxy.close()
+
+
+def test_the_gateway_answers_503_while_the_database_is_down(
+    postgres_dsn: str, tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
+) -> None:
+    params = conninfo_to_dict(postgres_dsn)
+    proxy = TcpProxy(str(params.get("host", "127.0.0.1")), int(params.get("port", 5432)))
+    proxy.start()
+    dsn = make_conninfo(postgres_dsn, host="127.0.0.1", port=proxy.port)
+    session = {"backend": "postgres", "postgres": {"dsn": dsn, "connect_timeout_seconds": 1}}
+    config = gateway_config(fake_upstream[1], tmp_path / "unused.db", session=session)
+    body = {"model": "echo", "input": "hello"}
+    try:
+        with serve(create_app(config)) as url:
+            first = httpx.post(f"{url}/v1/responses", json=body, timeout=30).json()
+            proxy.stop()
+            down = httpx.post(
+                f"{url}/v1/responses",
+                json={**body, "previous_response_id": first["id"]},
+                timeout=30,
+            )
+            assert down.status_code == 503
+            assert down.json()["error"]["code"] == "store_unavailable"
+            assert httpx.get(f"{url}/healthz").status_code == 200
+            proxy.start()
+            for _ in range(50):  # bounded wait for the pool to reconnect
+                again = httpx.get(f"{url}/v1/responses/{first['id']}", timeout=30)
+                if again.status_code == 200:
+                    break
+                time.sleep(0.2)
+            assert again.status_code == 200
+    finally:
         proxy.close()
