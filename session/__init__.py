@@ -4,13 +4,17 @@ This package knows nothing of HTTP or upstream providers.
 """
 
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
+from .conversations import Conversation
 from .errors import (
     BackendNotInstalled,
     ChainAncestorMissing,
     ChainCycle,
     ChainError,
     ChainTooDeep,
+    ConversationNotFound,
     InvalidCursor,
+    ItemConflict,
+    ItemNotFound,
     ResponseNotFound,
     SaveConflict,
     SessionError,
@@ -51,9 +55,13 @@ __all__ = [
     "ChainError",
     "ChainTooDeep",
     "ChainTurn",
+    "Conversation",
+    "ConversationNotFound",
     "ExpectedParent",
     "InvalidCursor",
     "Item",
+    "ItemConflict",
+    "ItemNotFound",
     "ItemPage",
     "MemoryStore",
     "Order",

@@ -33,6 +33,32 @@ class ResponseNotFound(SessionError):
         self.response_id = response_id
 
 
+class ConversationNotFound(SessionError):
+    code = "conversation_not_found"
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"Conversation with id '{conversation_id}' not found.")
+        self.conversation_id = conversation_id
+
+
+class ItemNotFound(SessionError):
+    code = "item_not_found"
+
+    def __init__(self, conversation_id: str, item_id: str) -> None:
+        super().__init__(f"Item with id '{item_id}' not found in conversation '{conversation_id}'.")
+        self.item_id = item_id
+
+
+class ItemConflict(SessionError):
+    code = "item_conflict"
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(
+            f"An item with id '{item_id}' already exists in this conversation with other content."
+        )
+        self.item_id = item_id
+
+
 class InvalidCursor(SessionError):
     code = "invalid_cursor"
 

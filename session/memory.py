@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
-from .errors import ResponseNotFound
-from .models import ChainTurn, ItemPage, ResolvedChain, StoredResponse
+from .conversations import Conversation, fresh_items
+from .errors import ConversationNotFound, ItemNotFound, ResponseNotFound
+from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse, normalise_input
 from .paging import Order, page_items
 from .policy import UNSET, ExpectedParent, check_save
 
@@ -22,8 +24,8 @@ class _Serialised(Mapping[str, T]):
         self._serialised = serialised
         self._decode = decode
 
-    def __getitem__(self, response_id: str) -> T:
-        return self._decode(self._serialised[response_id])
+    def __getitem__(self, key: str) -> T:
+        return self._decode(self._serialised[key])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._serialised)
@@ -43,6 +45,20 @@ def _chain_turn(serialised: str) -> ChainTurn:
     )
 
 
+@dataclass
+class _ConversationState:
+    record: str
+    items: dict[str, str] = field(default_factory=dict)  # item id -> JSON, in append order
+
+    def append(self, items: list[Item]) -> list[Item]:
+        batch = normalise_input(items)
+        stored = _Serialised(self.items, json.loads)
+        existing = {item["id"]: stored[item["id"]] for item in batch if item["id"] in stored}
+        for item in fresh_items(batch, existing):
+            self.items[item["id"]] = json.dumps(item)
+        return batch
+
+
 class MemoryStore:
     """Keeps records serialised, so callers mutating what they saved or read change nothing.
 
@@ -52,11 +68,13 @@ class MemoryStore:
     def __init__(self, *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
         self._max_depth = max_depth
         self._responses: dict[str, dict[str, str]] = {}
+        self._conversations: dict[str, dict[str, _ConversationState]] = {}
+
+    # -- responses ---------------------------------------------------------------------
 
     def _project(self, project: str) -> _Serialised[StoredResponse]:
-        return _Serialised(
-            self._responses.setdefault(project, {}), StoredResponse.model_validate_json
-        )
+        serialised = self._responses.setdefault(project, {})
+        return _Serialised(serialised, StoredResponse.model_validate_json)
 
     def _find(self, project: str, response_id: str) -> StoredResponse:
         record = self._project(project).get(response_id)
@@ -73,6 +91,7 @@ class MemoryStore:
         *,
         overwrite: bool = False,
         expected_previous_response_id: ExpectedParent = UNSET,
+        conversation_items: list[Item] | None = None,
     ) -> None:
         check_save(
             record,
@@ -80,6 +99,8 @@ class MemoryStore:
             overwrite=overwrite,
             expected_previous_response_id=expected_previous_response_id,
         )
+        if conversation_items is not None and record.conversation_id is not None:
+            self._conversation(record.project, record.conversation_id).append(conversation_items)
         self._responses[record.project][record.id] = record.model_dump_json()
 
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
@@ -103,5 +124,72 @@ class MemoryStore:
         if self._responses.get(project, {}).pop(response_id, None) is None:
             raise ResponseNotFound(response_id)
 
+    # -- conversations -----------------------------------------------------------------
+
+    def _conversation(self, project: str, conversation_id: str) -> _ConversationState:
+        state = self._conversations.get(project, {}).get(conversation_id)
+        if state is None:
+            raise ConversationNotFound(conversation_id)
+        return state
+
+    async def create_conversation(
+        self, conversation: Conversation, items: list[Item]
+    ) -> list[Item]:
+        state = _ConversationState(conversation.model_dump_json())
+        stored = state.append(items)
+        self._conversations.setdefault(conversation.project, {})[conversation.id] = state
+        return stored
+
+    async def get_conversation(self, project: str, conversation_id: str) -> Conversation:
+        return Conversation.model_validate_json(self._conversation(project, conversation_id).record)
+
+    async def update_conversation(
+        self, project: str, conversation_id: str, metadata: dict[str, str]
+    ) -> Conversation:
+        state = self._conversation(project, conversation_id)
+        updated = Conversation.model_validate_json(state.record).model_copy(
+            update={"metadata": dict(metadata)}
+        )
+        state.record = updated.model_dump_json()
+        return updated
+
+    async def delete_conversation(self, project: str, conversation_id: str) -> None:
+        self._conversation(project, conversation_id)
+        del self._conversations[project][conversation_id]
+
+    async def append_items(
+        self, project: str, conversation_id: str, items: list[Item]
+    ) -> list[Item]:
+        return self._conversation(project, conversation_id).append(items)
+
+    async def list_items(
+        self,
+        project: str,
+        conversation_id: str,
+        *,
+        after: str | None = None,
+        limit: int = 20,
+        order: Order = "desc",
+    ) -> ItemPage:
+        items = await self.conversation_items(project, conversation_id)
+        return page_items(items, after=after, limit=limit, order=order)
+
+    async def conversation_items(self, project: str, conversation_id: str) -> list[Item]:
+        state = self._conversation(project, conversation_id)
+        return [json.loads(item) for item in state.items.values()]
+
+    async def get_item(self, project: str, conversation_id: str, item_id: str) -> Item:
+        state = self._conversation(project, conversation_id)
+        if item_id not in state.items:
+            raise ItemNotFound(conversation_id, item_id)
+        item: Item = json.loads(state.items[item_id])
+        return item
+
+    async def delete_item(self, project: str, conversation_id: str, item_id: str) -> None:
+        state = self._conversation(project, conversation_id)
+        if state.items.pop(item_id, None) is None:
+            raise ItemNotFound(conversation_id, item_id)
+
     async def close(self) -> None:
         self._responses.clear()
+        self._conversations.clear()

@@ -141,3 +141,8 @@ class ItemPage(BaseModel):
     first_id: str | None
     last_id: str | None
     has_more: bool
+
+    @classmethod
+    def of(cls, data: list[Item], has_more: bool) -> ItemPage:
+        first, last = (data[0].get("id"), data[-1].get("id")) if data else (None, None)
+        return cls(data=data, first_id=first, last_id=last, has_more=has_more)

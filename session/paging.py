@@ -38,10 +38,4 @@ def page_items(
     if before is not None:
         end = _index_of(ordered, before, "before")
     window = ordered[start:end] if start < end else []
-    data = window[:limit]
-    return ItemPage(
-        data=data,
-        first_id=data[0].get("id") if data else None,
-        last_id=data[-1].get("id") if data else None,
-        has_more=len(window) > limit,
-    )
+    return ItemPage.of(window[:limit], has_more=len(window) > limit)

@@ -17,9 +17,11 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from . import postgres_conversations as conversations
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
+from .conversations import Conversation
 from .errors import ResponseNotFound, SaveConflict, StoreUnavailable
-from .models import ChainTurn, ItemPage, ResolvedChain, StoredResponse
+from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order, page_items
 from .policy import UNSET, ExpectedParent, check_save
 from .postgres_schema import migrate
@@ -144,6 +146,7 @@ class PostgresStore:
         *,
         overwrite: bool = False,
         expected_previous_response_id: ExpectedParent = UNSET,
+        conversation_items: list[Item] | None = None,
     ) -> None:
         row = _row(record)
         try:
@@ -159,6 +162,10 @@ class PostgresStore:
                     overwrite=overwrite,
                     expected_previous_response_id=expected_previous_response_id,
                 )
+                if conversation_items is not None and record.conversation_id is not None:
+                    await conversations.append(
+                        conn, record.project, record.conversation_id, conversation_items
+                    )
                 cursor = await conn.execute(_INSERT if existing is None else _UPSERT, row)
                 if cursor.rowcount == 0:  # another instance inserted this id meanwhile
                     raise SaveConflict(record.id, "a response with this id already exists.")
@@ -200,6 +207,59 @@ class PostgresStore:
             )
         if cursor.rowcount == 0:
             raise ResponseNotFound(response_id)
+
+    # -- conversations -----------------------------------------------------------------
+
+    async def create_conversation(
+        self, conversation: Conversation, items: list[Item]
+    ) -> list[Item]:
+        async with self._connection() as conn:
+            await conversations.insert(conn, conversation)
+            return await conversations.append(conn, conversation.project, conversation.id, items)
+
+    async def get_conversation(self, project: str, conversation_id: str) -> Conversation:
+        async with self._connection() as conn:
+            return (await conversations.load(conn, project, conversation_id))[0]
+
+    async def update_conversation(
+        self, project: str, conversation_id: str, metadata: dict[str, str]
+    ) -> Conversation:
+        async with self._connection() as conn:
+            return await conversations.update(conn, project, conversation_id, metadata)
+
+    async def delete_conversation(self, project: str, conversation_id: str) -> None:
+        async with self._connection() as conn:
+            await conversations.delete(conn, project, conversation_id)
+
+    async def append_items(
+        self, project: str, conversation_id: str, items: list[Item]
+    ) -> list[Item]:
+        async with self._connection() as conn:
+            return await conversations.append(conn, project, conversation_id, items)
+
+    async def list_items(
+        self,
+        project: str,
+        conversation_id: str,
+        *,
+        after: str | None = None,
+        limit: int = 20,
+        order: Order = "desc",
+    ) -> ItemPage:
+        async with self._connection() as conn:
+            return await conversations.page(conn, project, conversation_id, after, limit, order)
+
+    async def conversation_items(self, project: str, conversation_id: str) -> list[Item]:
+        async with self._connection() as conn:
+            return await conversations.all_items(conn, project, conversation_id)
+
+    async def get_item(self, project: str, conversation_id: str, item_id: str) -> Item:
+        async with self._connection() as conn:
+            return await conversations.get_item(conn, project, conversation_id, item_id)
+
+    async def delete_item(self, project: str, conversation_id: str, item_id: str) -> None:
+        async with self._connection() as conn:
+            await conversations.delete_item(conn, project, conversation_id, item_id)
 
     async def close(self) -> None:
         await self._pool.close()

@@ -28,6 +28,27 @@ MIGRATIONS: list[str] = [
     CREATE INDEX responses_conversation ON responses (project, conversation_id);
     CREATE INDEX responses_created ON responses (project, created_at);
     """,
+    """
+    CREATE TABLE conversations (
+        project TEXT NOT NULL,
+        id TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        metadata JSONB NOT NULL,
+        next_seq BIGINT NOT NULL DEFAULT 1,
+        PRIMARY KEY (project, id)
+    );
+    CREATE TABLE conversation_items (
+        project TEXT NOT NULL,
+        conversation_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        id TEXT NOT NULL,
+        item JSONB NOT NULL,
+        PRIMARY KEY (project, conversation_id, seq),
+        UNIQUE (project, conversation_id, id),
+        FOREIGN KEY (project, conversation_id)
+            REFERENCES conversations (project, id) ON DELETE CASCADE
+    );
+    """,
 ]
 
 

@@ -12,10 +12,13 @@ from typing import Any, TypeVar
 import anyio.to_thread
 import sqlite_utils
 
+from . import sqlite_conversations as conversations
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
+from .conversations import Conversation
 from .errors import ResponseNotFound
 from .models import (
     ChainTurn,
+    Item,
     ItemPage,
     RequestSnapshot,
     ResolvedChain,
@@ -163,6 +166,7 @@ class SQLiteStore:
         *,
         overwrite: bool = False,
         expected_previous_response_id: ExpectedParent = UNSET,
+        conversation_items: list[Item] | None = None,
     ) -> None:
         row = _to_row(record)
 
@@ -173,6 +177,10 @@ class SQLiteStore:
                 overwrite=overwrite,
                 expected_previous_response_id=expected_previous_response_id,
             )
+            if conversation_items is not None and record.conversation_id is not None:
+                conversations.append(
+                    conn, record.project, record.conversation_id, conversation_items
+                )
             conn.execute(
                 f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES ({_PLACEHOLDERS})", row
             )
@@ -215,6 +223,59 @@ class SQLiteStore:
 
         if await self._write(remove) == 0:
             raise ResponseNotFound(response_id)
+
+    # -- conversations -----------------------------------------------------------------
+
+    async def create_conversation(
+        self, conversation: Conversation, items: list[Item]
+    ) -> list[Item]:
+        def create(conn: sqlite3.Connection) -> list[Item]:
+            conversations.insert(conn, conversation)
+            return conversations.append(conn, conversation.project, conversation.id, items)
+
+        return await self._write(create)
+
+    async def get_conversation(self, project: str, conversation_id: str) -> Conversation:
+        return await self._run(lambda c: conversations.load(c, project, conversation_id))
+
+    async def update_conversation(
+        self, project: str, conversation_id: str, metadata: dict[str, str]
+    ) -> Conversation:
+        return await self._write(
+            lambda c: conversations.update(c, project, conversation_id, metadata)
+        )
+
+    async def delete_conversation(self, project: str, conversation_id: str) -> None:
+        await self._write(lambda c: conversations.delete(c, project, conversation_id))
+
+    async def append_items(
+        self, project: str, conversation_id: str, items: list[Item]
+    ) -> list[Item]:
+        return await self._write(lambda c: conversations.append(c, project, conversation_id, items))
+
+    async def list_items(
+        self,
+        project: str,
+        conversation_id: str,
+        *,
+        after: str | None = None,
+        limit: int = 20,
+        order: Order = "desc",
+    ) -> ItemPage:
+        return await self._run(
+            lambda c: conversations.page(c, project, conversation_id, after, limit, order)
+        )
+
+    async def conversation_items(self, project: str, conversation_id: str) -> list[Item]:
+        return await self._run(lambda c: conversations.all_items(c, project, conversation_id))
+
+    async def get_item(self, project: str, conversation_id: str, item_id: str) -> Item:
+        return await self._run(
+            lambda c: conversations.get_item(c, project, conversation_id, item_id)
+        )
+
+    async def delete_item(self, project: str, conversation_id: str, item_id: str) -> None:
+        await self._write(lambda c: conversations.delete_item(c, project, conversation_id, item_id))
 
     async def close(self) -> None:
         await self._run(lambda conn: conn.close())

@@ -30,7 +30,31 @@ def _v1_responses(db: sqlite_utils.Database) -> None:
     table.create_index(["project", "created_at"])
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1_responses]
+def _v2_conversations(db: sqlite_utils.Database) -> None:
+    db.table("conversations").create(
+        {"project": str, "id": str, "created_at": float, "metadata": str, "next_seq": int},
+        pk=("project", "id"),
+        not_null={"project", "id", "created_at", "metadata", "next_seq"},
+    )
+    # sqlite-utils cannot declare a composite foreign key; the table is written by hand.
+    db.execute(
+        """
+        CREATE TABLE conversation_items (
+            project TEXT NOT NULL,
+            conversation_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            id TEXT NOT NULL,
+            item TEXT NOT NULL,
+            PRIMARY KEY (project, conversation_id, seq),
+            UNIQUE (project, conversation_id, id),
+            FOREIGN KEY (project, conversation_id)
+                REFERENCES conversations (project, id) ON DELETE CASCADE
+        )
+        """
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1_responses, _v2_conversations]
 
 
 def migrate(db: sqlite_utils.Database) -> int:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from .models import ItemPage, ResolvedChain, StoredResponse
+from .conversations import Conversation
+from .models import Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order
 from .policy import UNSET, ExpectedParent
 
@@ -25,8 +26,13 @@ class SessionStore(Protocol):
         *,
         overwrite: bool = False,
         expected_previous_response_id: ExpectedParent = UNSET,
+        conversation_items: list[Item] | None = None,
     ) -> None:
-        """Write ``record`` after the save policy's checks, atomically with them."""
+        """Write ``record`` after the save policy's checks, atomically with them.
+
+        ``conversation_items`` are appended to ``record.conversation_id`` in the same
+        transaction: the turn and its conversation change together or not at all.
+        """
         ...
 
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
@@ -48,6 +54,60 @@ class SessionStore(Protocol):
 
     async def delete(self, project: str, response_id: str) -> None:
         """Delete one turn; raise ``ResponseNotFound`` if absent. Children are kept."""
+        ...
+
+    async def create_conversation(
+        self, conversation: Conversation, items: list[Item]
+    ) -> list[Item]:
+        """Store a new conversation with its first items; return the items as stored."""
+        ...
+
+    async def get_conversation(self, project: str, conversation_id: str) -> Conversation:
+        """Return a conversation; raise ``ConversationNotFound`` if absent."""
+        ...
+
+    async def update_conversation(
+        self, project: str, conversation_id: str, metadata: dict[str, str]
+    ) -> Conversation:
+        """Replace a conversation's metadata and return it."""
+        ...
+
+    async def delete_conversation(self, project: str, conversation_id: str) -> None:
+        """Delete a conversation and all its items."""
+        ...
+
+    async def append_items(
+        self, project: str, conversation_id: str, items: list[Item]
+    ) -> list[Item]:
+        """Append items all or nothing, each with the next sequence number; return them.
+
+        An item whose id is stored with identical content is not appended again; with
+        other content the whole call raises ``ItemConflict``.
+        """
+        ...
+
+    async def list_items(
+        self,
+        project: str,
+        conversation_id: str,
+        *,
+        after: str | None = None,
+        limit: int = 20,
+        order: Order = "desc",
+    ) -> ItemPage:
+        """Page through a conversation's items in sequence order."""
+        ...
+
+    async def conversation_items(self, project: str, conversation_id: str) -> list[Item]:
+        """Every item of a conversation, oldest first (the context of a new response)."""
+        ...
+
+    async def get_item(self, project: str, conversation_id: str, item_id: str) -> Item:
+        """Return one item; raise ``ItemNotFound`` if absent."""
+        ...
+
+    async def delete_item(self, project: str, conversation_id: str, item_id: str) -> None:
+        """Delete one item; its sequence number is never reused."""
         ...
 
     async def close(self) -> None:

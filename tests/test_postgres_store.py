@@ -14,6 +14,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from gateway import create_app
 from session import ChainCycle, StoreUnavailable
 from session.postgres import PostgresStore
+from session.postgres_schema import MIGRATIONS
 
 from .conftest import gateway_config
 from .fake_upstream import FakeUpstream
@@ -26,7 +27,7 @@ from .tcp_proxy import TcpProxy
 async def test_instances_migrating_at_once_migrate_once(postgres_dsn: str) -> None:
     stores = [PostgresStore(postgres_dsn) for _ in range(4)]
     await asyncio.gather(*(s.save(turn(f"r{n}")) for n, s in enumerate(stores)))
-    assert {s.schema_version for s in stores} == {1}
+    assert {s.schema_version for s in stores} == {len(MIGRATIONS)}
     for store in stores:
         await store.close()
 

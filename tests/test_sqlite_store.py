@@ -9,8 +9,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+import sqlite_utils
 
-from session import ChainCycle, SQLiteStore
+from session import ChainCycle, Conversation, SQLiteStore
+from session.sqlite_schema import MIGRATIONS
 
 from .records import turn
 
@@ -40,8 +42,23 @@ async def test_data_survives_closing_and_reopening(tmp_path: Path) -> None:
     await first.close()
     second = SQLiteStore(path)
     assert [t.id for t in (await second.resolve_chain("default", "r1")).turns] == ["r0", "r1"]
-    assert second.schema_version == 1
+    assert second.schema_version == len(MIGRATIONS)
     await second.close()
+
+
+async def test_a_version_1_file_is_migrated_keeping_its_data(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    database = sqlite_utils.Database(conn, execute_plugins=False)
+    MIGRATIONS[0](database)
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    store = SQLiteStore(path)  # the file predates conversations
+    await store.save(turn("r0"))
+    assert store.schema_version == len(MIGRATIONS)
+    assert (await store.get("default", "r0")).id == "r0"
+    assert await store.create_conversation(Conversation(id="c"), []) == []
+    await store.close()
 
 
 async def test_a_hand_written_cycle_is_reported_not_looped(tmp_path: Path) -> None:

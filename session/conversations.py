@@ -1,0 +1,38 @@
+"""Conversation records and the append rule every backend shares."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import ItemConflict
+from .models import Item
+
+
+class Conversation(BaseModel):
+    """A named, ordered list of items, scoped to a project."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    project: str = "default"
+    created_at: float = Field(default_factory=time.time)
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+def fresh_items(batch: list[Item], existing: Mapping[str, Item]) -> list[Item]:
+    """The items of a normalised ``batch`` to insert, given those stored under its ids.
+
+    Appending an id stored with identical content is a no-op (a safe retry); with other
+    content it raises :class:`ItemConflict`.
+    """
+    fresh: list[Item] = []
+    for item in batch:
+        stored = existing.get(item["id"])
+        if stored is None:
+            fresh.append(item)
+        elif stored != item:
+            raise ItemConflict(item["id"])
+    return fresh
