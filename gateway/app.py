@@ -17,7 +17,7 @@ from session import SessionError, build_store
 from .config import GatewayConfig
 from .errors import APIError, from_session_error
 from .pipeline import ResponsesService
-from .routes import meta, responses
+from .routes import conversations, meta, responses
 
 logger = logging.getLogger("gateway")
 
@@ -63,7 +63,7 @@ def create_app(config: GatewayConfig) -> Starlette:
             await store.close()
 
     return Starlette(
-        routes=[*responses.routes, *meta.routes],
+        routes=[*responses.routes, *conversations.routes, *meta.routes],
         lifespan=lifespan,
         exception_handlers={
             APIError: _api_error,

@@ -8,7 +8,10 @@ from starlette.responses import JSONResponse
 
 from session import (
     ChainError,
+    ConversationNotFound,
     InvalidCursor,
+    ItemConflict,
+    ItemNotFound,
     ResponseNotFound,
     SaveConflict,
     SessionError,
@@ -59,8 +62,10 @@ def not_found(message: str, param: str | None = None, code: str | None = None) -
 
 def from_session_error(error: SessionError) -> APIError:
     """The HTTP form of a store error met outside chain resolution."""
-    if isinstance(error, ResponseNotFound):
-        return not_found(error.message, code="response_not_found")
+    if isinstance(error, ResponseNotFound | ConversationNotFound | ItemNotFound):
+        return not_found(error.message, code=error.code)
+    if isinstance(error, ItemConflict):
+        return APIError(409, error.message, param="items", code=error.code)
     if isinstance(error, InvalidCursor):
         return invalid_request(error.message, param=error.param, code=error.code)
     if isinstance(error, SaveConflict):

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from session import (
+    ConversationNotFound,
     Item,
     RequestSnapshot,
     ResponseSnapshot,
@@ -25,6 +26,7 @@ from session import (
 
 from .config import GatewayConfig
 from .errors import APIError, not_found, previous_response_error
+from .locks import KeyedLocks
 from .request_body import CreateResponseBody
 from .response_object import response_object
 from .upstream import Event, TurnResult, Upstream, UpstreamStream, build_upstream
@@ -45,12 +47,17 @@ _TERMINAL_EVENTS = {
 
 @dataclass
 class Turn:
-    """A validated request: the record to store and the stateless request to send."""
+    """A validated request: the record to store and the stateless request to send.
+
+    ``stack`` holds what the turn keeps until it ends (its conversation's lock, then
+    the upstream connection).
+    """
 
     record: StoredResponse
     store: bool
     upstream: Upstream
     upstream_request: Item
+    stack: AsyncExitStack
 
 
 def sse(event: Event) -> bytes:
@@ -83,9 +90,28 @@ class ResponsesService:
         self.config = config
         self._client = client
         self._streams: set[asyncio.Task[None]] = set()
+        self._conversations = KeyedLocks()
+
+    async def _history(self, body: CreateResponseBody, project: str) -> list[Item]:
+        """The items that precede this request's input: its chain or its conversation."""
+        try:
+            if body.previous_response_id is not None:
+                chain = await self.store.resolve_chain(project, body.previous_response_id)
+                return chain.items
+            if body.conversation_id is not None:
+                return await self.store.conversation_items(project, body.conversation_id)
+        except ConversationNotFound as error:
+            raise not_found(error.message, param="conversation", code=error.code) from None
+        except SessionError as error:
+            raise previous_response_error(error) from None
+        return []
 
     async def prepare(self, body: CreateResponseBody, project: str) -> Turn:
-        """Route the model and resolve the chain; nothing is stored yet."""
+        """Route the model and resolve the context; nothing is stored yet.
+
+        Turns on one conversation are serialised: the next reads the context only once
+        the previous one has appended its items.
+        """
         route = self.config.route(body.model)
         if route is None:
             raise not_found(
@@ -93,13 +119,14 @@ class ResponsesService:
                 param="model",
                 code="model_not_found",
             )
-        history: list[Item] = []
-        if body.previous_response_id is not None:
-            try:
-                chain = await self.store.resolve_chain(project, body.previous_response_id)
-            except SessionError as error:
-                raise previous_response_error(error) from None
-            history = chain.items
+        stack = AsyncExitStack()
+        if body.conversation_id is not None:
+            await stack.enter_async_context(self._conversations.hold(body.conversation_id))
+        try:
+            history = await self._history(body, project)
+        except BaseException:
+            await stack.aclose()
+            raise
         snapshot = RequestSnapshot.model_validate(
             body.model_dump(include=set(RequestSnapshot.model_fields))
         )
@@ -120,33 +147,47 @@ class ResponsesService:
         upstream_request["model"] = route.upstream_model
         upstream_request["input"] = [*history, *snapshot.input]
         upstream = build_upstream(route, self._client)
-        return Turn(record, body.store, upstream, upstream_request)
+        return Turn(record, body.store, upstream, upstream_request, stack)
 
-    async def _save(self, record: StoredResponse, *, overwrite: bool = False) -> None:
-        await self.store.save(
-            record,
-            overwrite=overwrite,
-            expected_previous_response_id=record.previous_response_id,
-        )
+    async def _save_started(self, turn: Turn) -> None:
+        if turn.store:
+            await self.store.save(
+                turn.record, expected_previous_response_id=turn.record.previous_response_id
+            )
+
+    async def _save_finished(self, turn: Turn, record: StoredResponse, *, started: bool) -> None:
+        """Store the finished turn and, if it succeeded, append it to its conversation."""
+        appended = None
+        if record.conversation_id is not None and record.status != "failed":
+            appended = [*record.request.input, *record.response.output]
+        if turn.store:
+            await self.store.save(
+                record,
+                overwrite=started,
+                expected_previous_response_id=record.previous_response_id,
+                conversation_items=appended,
+            )
+        elif appended is not None and record.conversation_id is not None:
+            await self.store.append_items(record.project, record.conversation_id, appended)
 
     async def respond(self, turn: Turn) -> dict[str, Any]:
         """Run a non-streamed turn and return its response object."""
         result: TurnResult | None = None
-        async with turn.upstream.open(turn.upstream_request, stream=False) as events:
-            async for event in events:
-                if isinstance(event, TurnResult):
-                    result = event
-        if result is None or result.status == "failed":
-            message = (result.error or {}).get("message") if result else None
-            raise APIError(
-                502,
-                message or "The upstream provider returned no result.",
-                type="server_error",
-                code="upstream_error",
-            )
-        record = finished(turn.record, result)
-        if turn.store:
-            await self._save(record)
+        async with turn.stack:
+            async with turn.upstream.open(turn.upstream_request, stream=False) as events:
+                async for event in events:
+                    if isinstance(event, TurnResult):
+                        result = event
+            if result is None or result.status == "failed":
+                message = (result.error or {}).get("message") if result else None
+                raise APIError(
+                    502,
+                    message or "The upstream provider returned no result.",
+                    type="server_error",
+                    code="upstream_error",
+                )
+            record = finished(turn.record, result)
+            await self._save_finished(turn, record, started=False)
         return response_object(record, store=turn.store)
 
     async def open_stream(self, turn: Turn) -> AsyncIterator[bytes]:
@@ -156,18 +197,16 @@ class ResponsesService:
         errors. The turn then runs in its own task: a client that disconnects does not
         stop it, and the stored turn stays valid.
         """
-        stack = AsyncExitStack()
-        events = await stack.enter_async_context(
-            turn.upstream.open(turn.upstream_request, stream=True)
-        )
         try:
-            if turn.store:
-                await self._save(turn.record)
+            events = await turn.stack.enter_async_context(
+                turn.upstream.open(turn.upstream_request, stream=True)
+            )
+            await self._save_started(turn)
         except BaseException:
-            await stack.aclose()
+            await turn.stack.aclose()
             raise
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        task = asyncio.create_task(self._pump(turn, stack, events, queue))
+        task = asyncio.create_task(self._pump(turn, events, queue))
         self._streams.add(task)
         task.add_done_callback(self._streams.discard)
         return self._drain(queue)
@@ -178,11 +217,7 @@ class ResponsesService:
             yield chunk
 
     async def _pump(
-        self,
-        turn: Turn,
-        stack: AsyncExitStack,
-        events: UpstreamStream,
-        queue: asyncio.Queue[bytes | None],
+        self, turn: Turn, events: UpstreamStream, queue: asyncio.Queue[bytes | None]
     ) -> None:
         sequence = 0
 
@@ -191,34 +226,24 @@ class ResponsesService:
             queue.put_nowait(sse({**event, "sequence_number": sequence}))
             sequence += 1
 
-        record = turn.record
-        started = response_object(record, store=turn.store)
+        started = response_object(turn.record, store=turn.store)
         emit({"type": "response.created", "response": started})
         emit({"type": "response.in_progress", "response": started})
-        result: TurnResult | None = None
+        result = failed_result("The response could not be completed.")
         try:
-            async with stack:
+            async with turn.stack:
                 async for event in events:
                     if isinstance(event, TurnResult):
                         result = event
                     else:
                         emit(event)
+                record = finished(turn.record, result)
+                await self._save_finished(turn, record, started=True)
         except Exception:
-            logger.exception("stream of %s failed", record.id)
-        if result is None:
-            result = failed_result("The response could not be completed.")
-        record = finished(record, result)
-        try:
-            if turn.store:
-                await self._save(record, overwrite=True)
-        except SessionError:
-            logger.exception("could not store the end of %s", record.id)
-        emit(
-            {
-                "type": _TERMINAL_EVENTS[result.status],
-                "response": response_object(record, store=turn.store),
-            }
-        )
+            logger.exception("the end of streamed response %s was not stored", turn.record.id)
+            record = finished(turn.record, result)
+        terminal = {"type": _TERMINAL_EVENTS[result.status]}
+        emit({**terminal, "response": response_object(record, store=turn.store)})
         queue.put_nowait(None)
 
     async def wait_for_streams(self) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import APIError, invalid_request
 
+Body = TypeVar("Body", bound=BaseModel)
 MESSAGE_ROLES = frozenset({"user", "assistant", "system", "developer"})
 
 
@@ -30,11 +31,11 @@ def param_path(location: tuple[int | str, ...]) -> str:
     return path
 
 
-def validate_input_items(items: list[Any]) -> list[dict[str, Any]]:
+def validate_input_items(items: list[Any], name: str = "input") -> list[dict[str, Any]]:
     """Check each input item's basic shape; raise a 400 naming the first bad one."""
     checked = []
     for index, item in enumerate(items):
-        param = f"input[{index}]"
+        param = f"{name}[{index}]"
         if not isinstance(item, dict):
             raise invalid_request(f"Invalid type for '{param}': expected an object.", param)
         item_type = item.get("type", "message")
@@ -54,6 +55,16 @@ def validate_input_items(items: list[Any]) -> list[dict[str, Any]]:
                 )
         checked.append(item)
     return checked
+
+
+def check_metadata(cls: Any, value: dict[str, str] | None) -> dict[str, str] | None:
+    """OpenAI's limits: at most 16 pairs, keys up to 64 characters, values up to 512."""
+    if value is not None:
+        if len(value) > 16:
+            raise ValueError("at most 16 key-value pairs")
+        if any(len(k) > 64 or len(v) > 512 for k, v in value.items()):
+            raise ValueError("keys are at most 64 characters and values at most 512")
+    return value
 
 
 class CreateResponseBody(BaseModel):
@@ -80,15 +91,7 @@ class CreateResponseBody(BaseModel):
     metadata: dict[str, str] | None = None
     user: str | None = None
 
-    @field_validator("metadata")
-    @classmethod
-    def _metadata_limits(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        if value is not None:
-            if len(value) > 16:
-                raise ValueError("at most 16 key-value pairs")
-            if any(len(k) > 64 or len(v) > 512 for k, v in value.items()):
-                raise ValueError("keys are at most 64 characters and values at most 512")
-        return value
+    _metadata = field_validator("metadata")(check_metadata)
 
     @field_validator("conversation")
     @classmethod
@@ -122,11 +125,10 @@ def parse_json_object(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def parse_create_body(raw: bytes) -> CreateResponseBody:
-    """Validate a create-response body; raise a 400 :class:`APIError` naming the bad param."""
-    body = parse_json_object(raw)
+def validate_body(model: type[Body], raw: bytes) -> Body:
+    """Validate a JSON body against ``model``; raise a 400 naming the first bad param."""
     try:
-        parsed = CreateResponseBody.model_validate(body)
+        return model.model_validate(parse_json_object(raw))
     except ValidationError as error:
         first = error.errors()[0]
         param = param_path(first["loc"]) if first["loc"] else None
@@ -135,6 +137,11 @@ def parse_create_body(raw: bytes) -> CreateResponseBody:
         else:
             message = f"Invalid value for '{param}': {first['msg']}."
         raise APIError(400, message, param=param, code="invalid_value") from None
+
+
+def parse_create_body(raw: bytes) -> CreateResponseBody:
+    """Validate a create-response body; raise a 400 :class:`APIError` naming the bad param."""
+    parsed = validate_body(CreateResponseBody, raw)
     if isinstance(parsed.input, list):
         validate_input_items(parsed.input)
     if parsed.previous_response_id is not None and parsed.conversation is not None:
@@ -144,3 +151,26 @@ def parse_create_body(raw: bytes) -> CreateResponseBody:
             code="invalid_request",
         )
     return parsed
+
+
+class CreateConversationBody(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    items: list[Any] = Field(default_factory=list, max_length=20)
+    metadata: dict[str, str] | None = None
+
+    _metadata = field_validator("metadata")(check_metadata)
+
+
+class UpdateConversationBody(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    metadata: dict[str, str]
+
+    _metadata = field_validator("metadata")(check_metadata)
+
+
+class CreateItemsBody(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    items: list[Any] = Field(min_length=1, max_length=20)
