@@ -133,3 +133,22 @@ def test_concurrent_branching_from_both_instances_loses_nothing(
             fetched = client.responses.retrieve(child)
             assert fetched.previous_response_id == root.id
             assert fetched.output_text == f"reply to: b{n}"
+
+
+def test_concurrent_turns_on_one_conversation_from_both_instances(
+    instances: tuple[OpenAI, OpenAI, FakeUpstream],
+) -> None:
+    a, b, _ = instances
+    conversation = a.conversations.create()
+
+    def turn(n: int) -> None:
+        client = a if n % 2 else b
+        client.responses.create(model="m", input=f"q{n}", conversation=conversation.id)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(turn, range(16)))
+    items = list(b.conversations.items.list(conversation.id, order="asc", limit=100))
+    texts = [item.content[0].text for item in items]  # type: ignore[union-attr]
+    assert sorted(texts[::2]) == sorted(f"q{n}" for n in range(16))
+    for question, answer in zip(texts[::2], texts[1::2], strict=True):
+        assert answer == f"reply to: {question}"  # each turn's items stay together
