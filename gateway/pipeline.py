@@ -230,18 +230,21 @@ class ResponsesService:
         emit({"type": "response.created", "response": started})
         emit({"type": "response.in_progress", "response": started})
         result = failed_result("The response could not be completed.")
+        record = finished(turn.record, result)
         try:
             async with turn.stack:
-                async for event in events:
-                    if isinstance(event, TurnResult):
-                        result = event
-                    else:
-                        emit(event)
+                try:
+                    async for event in events:
+                        if isinstance(event, TurnResult):
+                            result = event
+                        else:
+                            emit(event)
+                except Exception:
+                    logger.exception("the stream of %s broke", turn.record.id)
                 record = finished(turn.record, result)
                 await self._save_finished(turn, record, started=True)
         except Exception:
             logger.exception("the end of streamed response %s was not stored", turn.record.id)
-            record = finished(turn.record, result)
         terminal = {"type": _TERMINAL_EVENTS[result.status]}
         emit({**terminal, "response": response_object(record, store=turn.store)})
         queue.put_nowait(None)

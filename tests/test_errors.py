@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,10 @@ def test_upstream_http_failures(
     assert gateway.stored_rows() == 0
 
 
-def test_upstream_rejecting_the_gateway_key_is_502_and_never_leaks_it(gateway: Gateway) -> None:
+def test_upstream_rejecting_the_gateway_key_is_502_and_never_leaks_it(
+    gateway: Gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
     leak = {"error": {"message": f"Incorrect API key provided: {UPSTREAM_KEY}"}}
     gateway.fake.script(Reply(status=401, error_body=leak))
     error = assert_error(post(gateway, {"model": "chat-model", "input": "x"}), 502)
@@ -116,6 +120,8 @@ def test_upstream_rejecting_the_gateway_key_is_502_and_never_leaks_it(gateway: G
     gateway.fake.script(Reply(status=400, error_body=leak))
     error = assert_error(post(gateway, {"model": "chat-model", "input": "x"}), 400)
     assert "***" in error["message"]
+    assert "upstream fake-chat answered HTTP 401" in caplog.text
+    assert UPSTREAM_KEY not in caplog.text
 
 
 def test_unknown_routes_and_methods(gateway: Gateway) -> None:
