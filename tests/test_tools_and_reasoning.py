@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from .conftest import Gateway
 from .fake_upstream import Reply
 
@@ -134,7 +136,7 @@ def test_namespaces_are_flattened_and_hosted_tools_left_out(gateway: Gateway) ->
         extra_body={"client_metadata": {"x": "y"}, "prompt_cache_key": "k", "include": []},
     )
     sent_names = [t["function"]["name"] for t in gateway.fake.last["tools"]]
-    assert sent_names == ["files__read", "get_weather"]
+    assert sent_names == ["apply_patch", "files__read", "get_weather"]
     assert "client_metadata" not in gateway.fake.last
     [call] = first.output
     assert call.type == "function_call"
@@ -247,3 +249,47 @@ def test_responses_wire_streaming_passes_events_through(gateway: Gateway) -> Non
     assert deltas == final.output_text == "reply to: stream me"
     again = client.responses.create(model="resp-model", input="next", previous_response_id=final.id)
     assert again.status == "completed"
+
+
+APPLY_PATCH = {
+    "type": "custom",
+    "name": "apply_patch",
+    "description": "Apply a patch.",
+    "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"},
+}
+PATCH = "*** Begin Patch\n*** Add File: a.txt\n+hello\n*** End Patch"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_custom_tools_round_trip_as_functions_of_one_string(gateway: Gateway, stream: bool) -> None:
+    gateway.fake.script(
+        Reply(tool_calls=[("call_P", "apply_patch", json.dumps({"input": PATCH}))]),
+        Reply(text="Patched."),
+    )
+    client = gateway.client()
+    tools: Any = [APPLY_PATCH]
+    if stream:
+        events = list(
+            client.responses.create(model="chat-model", input="patch it", tools=tools, stream=True)
+        )
+        done = [e for e in events if e.type == "response.custom_tool_call_input.done"]
+        assert [e.input for e in done] == [PATCH]  # type: ignore[union-attr]
+        first = events[-1].response  # type: ignore[union-attr]
+    else:
+        first = client.responses.create(model="chat-model", input="patch it", tools=tools)
+    [function] = gateway.fake.last["tools"]
+    assert function["function"]["name"] == "apply_patch"
+    assert function["function"]["parameters"]["required"] == ["input"]
+    assert "start: /.+/" in function["function"]["description"]
+    [call] = first.output
+    assert call.type == "custom_tool_call"
+    assert (call.call_id, call.name, call.input) == ("call_P", "apply_patch", PATCH)
+    client.responses.create(
+        model="chat-model",
+        previous_response_id=first.id,
+        input=[{"type": "custom_tool_call_output", "call_id": "call_P", "output": "Done!"}],
+        tools=tools,
+    )
+    messages = gateway.fake.last["messages"]
+    assert json.loads(messages[-2]["tool_calls"][0]["function"]["arguments"]) == {"input": PATCH}
+    assert messages[-1] == {"role": "tool", "tool_call_id": "call_P", "content": "Done!"}

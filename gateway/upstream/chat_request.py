@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,12 +96,15 @@ class _Messages:
             self._reasoning.append(text)
 
     def function_call(self, item: Item) -> None:
+        arguments = item.get("arguments", "")
+        if item.get("type") == "custom_tool_call":
+            arguments = json.dumps({"input": item.get("input", "")})
         call = {
             "id": item.get("call_id"),
             "type": "function",
             "function": {
                 "name": flat_name(item.get("name", ""), item.get("namespace")),
-                "arguments": item.get("arguments", ""),
+                "arguments": arguments,
             },
         }
         last = self.messages[-1] if self.messages else None
@@ -116,34 +120,55 @@ class _Messages:
         )
 
 
+def _custom_as_function(tool: Item) -> Item:
+    """A custom (free-form input) tool as a function of one string, ``input``."""
+    description = tool.get("description") or ""
+    grammar = tool.get("format") or {}
+    if grammar.get("type") == "grammar" and grammar.get("definition"):
+        description += (
+            f"\n\nThe input must follow this {grammar.get('syntax', '')} grammar:\n"
+            f"{grammar['definition']}"
+        )
+    parameters = {
+        "type": "object",
+        "properties": {"input": {"type": "string", "description": "The tool's free-form input."}},
+        "required": ["input"],
+    }
+    return {"name": tool["name"], "description": description.strip(), "parameters": parameters}
+
+
 def _tools(tools: list[Item]) -> tuple[list[Item], dict[str, ToolName]]:
-    """Function tools as chat tools; namespaces flattened; hosted tools left out."""
+    """Function and custom tools as chat functions; namespaces flattened; hosted ones left out."""
     chat_tools: list[Item] = []
     names: dict[str, ToolName] = {}
 
     def add(tool: Item, namespace: str | None) -> None:
+        kind = tool.get("type")
+        if kind not in ("function", "custom") or not tool.get("name"):
+            return
+        custom = kind == "custom"
+        source = _custom_as_function(tool) if custom else tool
         name = flat_name(tool["name"], namespace)
         function: Item = {"name": name}
         for key in ("description", "parameters", "strict"):
-            if tool.get(key) is not None:
-                function[key] = tool[key]
+            if source.get(key):
+                function[key] = source[key]
         chat_tools.append({"type": "function", "function": function})
-        names[name] = ToolName(tool["name"], namespace)
+        names[name] = ToolName(tool["name"], namespace, custom)
 
     for tool in tools:
-        if tool.get("type") == "function" and tool.get("name"):
-            add(tool, None)
-        elif tool.get("type") == "namespace":
+        if tool.get("type") == "namespace":
             for inner in tool.get("tools", []):
-                if inner.get("type") == "function" and inner.get("name"):
-                    add(inner, tool.get("name"))
+                add(inner, tool.get("name"))
+        else:
+            add(tool, None)
     return chat_tools, names
 
 
 def _tool_choice(choice: Any, names: dict[str, ToolName]) -> Any:
     if isinstance(choice, str):
         return choice
-    if isinstance(choice, dict) and choice.get("type") == "function":
+    if isinstance(choice, dict) and choice.get("type") in ("function", "custom"):
         name = flat_name(choice.get("name", ""), choice.get("namespace"))
         if name in names:
             return {"type": "function", "function": {"name": name}}
@@ -179,9 +204,9 @@ def to_chat_request(body: Item, *, model: str, stream: bool) -> ChatRequest:
         kind = item.get("type", "message")
         if kind == "message":
             messages.message(item, f"input[{index}]")
-        elif kind == "function_call":
+        elif kind in ("function_call", "custom_tool_call"):
             messages.function_call(item)
-        elif kind == "function_call_output":
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             messages.function_call_output(item)
         elif kind == "reasoning":
             messages.reasoning(item)

@@ -7,6 +7,7 @@ machine builds every output item and every stream event, streamed or not.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -20,10 +21,25 @@ INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_
 
 @dataclass(frozen=True)
 class ToolName:
-    """A function name as the client knows it: its own name and optional namespace."""
+    """A tool as the client knows it: its name, namespace, and whether it is ``custom``.
+
+    A custom (free-form input) tool is offered to a chat upstream as a function taking one
+    string, ``input``; its calls go back to the client as ``custom_tool_call`` items.
+    """
 
     name: str
     namespace: str | None = None
+    custom: bool = False
+
+
+def custom_input(arguments: str) -> str:
+    """The free-form input carried by a custom tool's function arguments."""
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return arguments
+    value = parsed.get("input") if isinstance(parsed, dict) else None
+    return value if isinstance(value, str) else arguments
 
 
 class OutputBuilder:
@@ -35,6 +51,7 @@ class OutputBuilder:
         self._text_index: int | None = None
         self._reasoning_index: int | None = None
         self._tool_indexes: dict[int, int] = {}  # upstream tool-call index -> output index
+        self._custom_arguments: dict[int, str] = {}  # output index -> raw JSON arguments
 
     # -- fragments ---------------------------------------------------------------------
 
@@ -66,6 +83,9 @@ class OutputBuilder:
             events = self._open_tool_call(position, call_id, name)
         index = self._tool_indexes[position]
         item = self.output[index]
+        if item["type"] == "custom_tool_call":
+            self._custom_arguments[index] += arguments  # decoded once complete
+            return events
         if not item["name"] and name:
             item.update(self._client_name(name))
         if arguments:
@@ -154,8 +174,14 @@ class OutputBuilder:
         }
         if name:
             item.update(self._client_name(name))
+        known = self._tool_names.get(name or "")
+        if known is not None and known.custom:
+            item = {"id": new_id("ctc"), "type": "custom_tool_call", "call_id": item["call_id"]}
+            item.update(self._client_name(name or ""), input="")
         index, added = self._add(item)
         self._tool_indexes[position] = index
+        if known is not None and known.custom:
+            self._custom_arguments[index] = ""
         return [*events, added]
 
     def _close_all(self, status: str) -> list[Event]:
@@ -173,6 +199,16 @@ class OutputBuilder:
             events += self._close_part_and_item(index, status)
         for index in sorted(self._tool_indexes.values()):
             item = self.output[index]
+            if index in self._custom_arguments:
+                item["input"] = custom_input(self._custom_arguments.pop(index))
+                events.append(
+                    self._delta("response.custom_tool_call_input.delta", index, item["input"])
+                )
+                events.append(
+                    self._done("response.custom_tool_call_input.done", index, input=item["input"])
+                )
+                events.append(self._item_done(index))
+                continue
             events.append(
                 self._done(
                     "response.function_call_arguments.done", index, arguments=item["arguments"]
@@ -191,8 +227,11 @@ class OutputBuilder:
 
     def _close_item(self, index: int, status: str) -> list[Event]:
         self.output[index]["status"] = status
+        return [self._item_done(index)]
+
+    def _item_done(self, index: int) -> Event:
         item = copy.deepcopy(self.output[index])
-        return [{"type": "response.output_item.done", "output_index": index, "item": item}]
+        return {"type": "response.output_item.done", "output_index": index, "item": item}
 
     # -- event shapes ------------------------------------------------------------------
 
