@@ -127,8 +127,9 @@ class ResponsesService:
         except BaseException:
             await stack.aclose()
             raise
+        fields = body.model_dump()
         snapshot = RequestSnapshot.model_validate(
-            body.model_dump(include=set(RequestSnapshot.model_fields))
+            {key: fields[key] for key in RequestSnapshot.model_fields}
         )
         record = StoredResponse(
             id=new_id("resp"),
@@ -141,7 +142,7 @@ class ResponsesService:
         )
         upstream_request = {
             key: value
-            for key, value in {**body.extra_fields(), **body.model_dump()}.items()
+            for key, value in {**body.extra_fields(), **fields}.items()
             if key not in _GATEWAY_FIELDS and value is not None and key != "metadata"
         }
         upstream_request["model"] = route.upstream_model

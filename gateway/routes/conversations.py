@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from session import Conversation, new_id
+from session import Conversation, ItemPage, new_id
 
 from ..request_body import (
     CreateConversationBody,
@@ -70,15 +70,7 @@ async def create_items(request: Request) -> Response:
     stored = await service(request).store.append_items(
         project(request), request.path_params["id"], items
     )
-    return JSONResponse(
-        {
-            "object": "list",
-            "data": stored,
-            "first_id": stored[0]["id"],
-            "last_id": stored[-1]["id"],
-            "has_more": False,
-        }
-    )
+    return JSONResponse(ItemPage.of(stored, has_more=False).model_dump())
 
 
 async def list_items(request: Request) -> Response:

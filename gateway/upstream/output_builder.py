@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from session import new_id
 
-from .results import Event, Item, TurnResult, failed_result
+from .results import Event, Item, TurnResult, TurnStatus, failed_result
 
 # Chat finish reasons that end a response early, and how Responses reports them.
 INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_filter"}
@@ -100,11 +100,11 @@ class OutputBuilder:
     ) -> tuple[list[Event], TurnResult]:
         """Close every open item and return the closing events and the result."""
         reason = INCOMPLETE_REASONS.get(finish_reason or "")
-        status = "incomplete" if reason else "completed"
+        status: TurnStatus = "incomplete" if reason else "completed"
         events = self._close_all(status)
         details = {"reason": reason} if reason else None
         result = TurnResult(
-            status="incomplete" if reason else "completed",
+            status=status,
             output=copy.deepcopy(self.output),
             usage=usage,
             incomplete_details=details,
