@@ -44,7 +44,6 @@ def make_turn(n: int, parent: str | None) -> StoredResponse:
                     "content": [{"type": "output_text", "text": TEXT, "annotations": []}],
                 }
             ],
-            output_text=TEXT,
         ),
     )
 

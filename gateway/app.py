@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 
-from session import SessionError, build_store
+from session import SessionError, SessionStore, build_store
 
 from .config import GatewayConfig
-from .errors import APIError, from_session_error
+from .errors import APIError, from_session_error, from_upstream_error, server_error
+from .maintenance import fail_stale_turns
+from .middleware import AllowedHostsMiddleware, JSONOnlyMiddleware
 from .pipeline import ResponsesService
 from .routes import conversations, meta, responses
+from .upstream import UnsupportedInput, UpstreamError
 
 logger = logging.getLogger("gateway")
+
+SWEEP_INTERVAL_SECONDS = 60.0
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
@@ -32,6 +39,11 @@ async def _session_error(request: Request, exc: Exception) -> Response:
     return from_session_error(exc).response()
 
 
+async def _upstream_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, UpstreamError | UnsupportedInput)
+    return from_upstream_error(exc).response()
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = "not_found" if exc.status_code == 404 else None
@@ -42,32 +54,66 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     logger.exception("unhandled error on %s %s", request.method, request.url.path)
-    return APIError(
-        500, "The gateway failed to process the request.", type="server_error"
+    return server_error(
+        500, "The gateway failed to process the request.", "server_error"
     ).response()
 
 
-def create_app(config: GatewayConfig) -> Starlette:
-    """Build the gateway; the store and the HTTP client open in the app's lifespan."""
+def _client(
+    config: GatewayConfig, name: str, transport: httpx.AsyncBaseTransport | None
+) -> httpx.AsyncClient:
+    size = config.providers[name].max_connections
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    return httpx.AsyncClient(transport=transport, limits=limits)
+
+
+def create_app(
+    config: GatewayConfig,
+    *,
+    store: SessionStore | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> Starlette:
+    """Build the gateway; the store, HTTP clients and upkeep run in the app's lifespan.
+
+    ``store`` replaces the configured backend (the caller then owns and closes it);
+    ``transport`` carries every upstream request (e.g. an ``httpx.MockTransport``).
+    """
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        store = build_store(config.session)
-        try:
-            async with httpx.AsyncClient() as client:
-                service = ResponsesService(store, config, client)
-                app.state.service = service
+        async with AsyncExitStack() as stack:
+            opened = store
+            if opened is None:
+                opened = build_store(config.session)
+                stack.push_async_callback(opened.close)
+            clients = {
+                name: await stack.enter_async_context(_client(config, name, transport))
+                for name, provider in config.providers.items()
+                if provider.wire_api != "echo"
+            }
+            service = ResponsesService(opened, config, clients)
+            app.state.service = service
+            sweep = asyncio.create_task(
+                fail_stale_turns(opened, config.stale_after_seconds(), SWEEP_INTERVAL_SECONDS)
+            )
+            try:
                 yield
-                await service.wait_for_streams()
-        finally:
-            await store.close()
+            finally:
+                sweep.cancel()
+                await service.streams.finish(config.server.shutdown_grace_seconds)
 
     return Starlette(
         routes=[*responses.routes, *conversations.routes, *meta.routes],
         lifespan=lifespan,
+        middleware=[
+            Middleware(AllowedHostsMiddleware, allowed=config.server.hosts_allowed()),
+            Middleware(JSONOnlyMiddleware),
+        ],
         exception_handlers={
             APIError: _api_error,
             SessionError: _session_error,
+            UpstreamError: _upstream_error,
+            UnsupportedInput: _upstream_error,
             HTTPException: _http_error,
             Exception: _unexpected,
         },

@@ -29,10 +29,26 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    body_timeout_seconds: float = Field(default=30.0, gt=0)
+    keep_alive_seconds: float = Field(default=5.0, gt=0)
+    max_connections: int = Field(default=1000, ge=1)
+    shutdown_grace_seconds: float = Field(default=30.0, ge=0)
+    allowed_hosts: list[str] | None = None
+
+    def hosts_allowed(self) -> list[str]:
+        """``allowed_hosts``, or the loopback names when bound to loopback, else any."""
+        if self.allowed_hosts is not None:
+            return self.allowed_hosts
+        if self.host in LOOPBACK_HOSTS:
+            return ["127.0.0.1", "localhost", "[::1]"]
+        return ["*"]
 
 
 class ProviderSettings(_Section):
@@ -41,6 +57,11 @@ class ProviderSettings(_Section):
     api_key: str | None = None
     timeout_seconds: float = Field(default=300.0, gt=0)
     connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    stream_idle_timeout_seconds: float = Field(default=300.0, gt=0)
+    max_stream_seconds: float = Field(default=1800.0, gt=0)
+    max_response_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    max_connections: int = Field(default=100, ge=1)
+    pool_timeout_seconds: float = Field(default=10.0, gt=0)
     headers: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -84,6 +105,14 @@ class GatewayConfig(_Section):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def stale_after_seconds(self) -> float:
+        """Age past which an ``in_progress`` turn cannot still be running on any instance."""
+        longest = max(
+            (p.timeout_seconds + p.max_stream_seconds for p in self.providers.values()),
+            default=0.0,
+        )
+        return longest + self.server.shutdown_grace_seconds + 60.0
 
     def route(self, model: str) -> Route | None:
         """Return where ``model`` goes, or ``None`` if nothing routes it."""

@@ -1,4 +1,7 @@
-"""Errors returned to clients, always as ``{"error": {"message", "type", "param", "code"}}``."""
+"""Errors returned to clients, always as ``{"error": {"message", "type", "param", "code"}}``.
+
+Session and upstream errors are domain errors; this module alone maps them to HTTP.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from session import (
     ChainError,
     ConversationNotFound,
     InvalidCursor,
+    InvalidData,
     ItemConflict,
     ItemNotFound,
     ResponseNotFound,
@@ -17,6 +21,19 @@ from session import (
     SessionError,
     StoreUnavailable,
 )
+
+from .upstream.errors import (
+    UnsupportedInput,
+    UpstreamAuthFailed,
+    UpstreamBusy,
+    UpstreamError,
+    UpstreamInvalidResponse,
+    UpstreamRejected,
+    UpstreamTimeout,
+    UpstreamUnreachable,
+)
+
+RETRY_AFTER_SECONDS = "1"
 
 
 class APIError(Exception):
@@ -30,6 +47,7 @@ class APIError(Exception):
         type: str = "invalid_request_error",
         param: str | None = None,
         code: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -37,6 +55,7 @@ class APIError(Exception):
         self.type = type
         self.param = param
         self.code = code
+        self.headers = headers or {}
 
     def body(self) -> dict[str, Any]:
         return {
@@ -49,7 +68,7 @@ class APIError(Exception):
         }
 
     def response(self) -> JSONResponse:
-        return JSONResponse(self.body(), status_code=self.status)
+        return JSONResponse(self.body(), status_code=self.status, headers=self.headers)
 
 
 def invalid_request(message: str, param: str | None = None, code: str | None = None) -> APIError:
@@ -60,6 +79,11 @@ def not_found(message: str, param: str | None = None, code: str | None = None) -
     return APIError(404, message, param=param, code=code)
 
 
+def server_error(status: int, message: str, code: str, retry_after: str | None = None) -> APIError:
+    headers = {"Retry-After": retry_after} if retry_after else None
+    return APIError(status, message, type="server_error", code=code, headers=headers)
+
+
 def from_session_error(error: SessionError) -> APIError:
     """The HTTP form of a store error met outside chain resolution."""
     if isinstance(error, ResponseNotFound | ConversationNotFound | ItemNotFound):
@@ -68,13 +92,15 @@ def from_session_error(error: SessionError) -> APIError:
         return APIError(409, error.message, param="items", code=error.code)
     if isinstance(error, InvalidCursor):
         return invalid_request(error.message, param=error.param, code=error.code)
+    if isinstance(error, InvalidData):
+        return invalid_request(error.message, code=error.code)
     if isinstance(error, SaveConflict):
         return APIError(409, error.message, code=error.code)
     if isinstance(error, StoreUnavailable):
-        return APIError(503, error.message, type="server_error", code=error.code)
+        return server_error(503, error.message, error.code, RETRY_AFTER_SECONDS)
     if isinstance(error, ChainError):
         return invalid_request(error.message, param="previous_response_id", code=error.code)
-    return APIError(500, "The session store failed.", type="server_error", code=error.code)
+    return server_error(500, "The session store failed.", error.code)
 
 
 def previous_response_error(error: SessionError) -> APIError:
@@ -86,3 +112,40 @@ def previous_response_error(error: SessionError) -> APIError:
             code="previous_response_not_found",
         )
     return from_session_error(error)
+
+
+def from_upstream_error(error: UpstreamError | UnsupportedInput) -> APIError:
+    """The HTTP form of a provider failure met before any byte reached the client."""
+    if isinstance(error, UnsupportedInput):
+        return invalid_request(str(error), param=error.param, code="unsupported_input")
+    if isinstance(error, UpstreamTimeout):
+        return server_error(504, error.message, "upstream_timeout")
+    if isinstance(error, UpstreamBusy):
+        return server_error(503, error.message, "upstream_busy", RETRY_AFTER_SECONDS)
+    if isinstance(error, UpstreamAuthFailed):
+        return server_error(502, error.message, "upstream_auth_failed")
+    if isinstance(error, UpstreamInvalidResponse):
+        return server_error(502, error.message, "upstream_invalid_response")
+    if isinstance(error, UpstreamUnreachable):
+        return server_error(502, error.message, "upstream_unreachable")
+    if isinstance(error, UpstreamRejected):
+        headers = {"Retry-After": error.retry_after} if error.retry_after else None
+        if error.status == 429:
+            return APIError(
+                429,
+                error.message,
+                type=error.type or "rate_limit_error",
+                code=error.code or "rate_limit_exceeded",
+                headers=headers,
+            )
+        if error.status == 503:
+            return server_error(503, error.message, "upstream_unavailable", error.retry_after)
+        if error.status >= 500:
+            return server_error(502, error.message, "upstream_error")
+        return APIError(
+            error.status,
+            error.message,
+            type=error.type or "invalid_request_error",
+            code=error.code or "upstream_rejected",
+        )
+    return server_error(502, error.message, "upstream_error")

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import APIError, invalid_request
+from .json_body import parse_json_object
+from .validation import (
+    check_items,
+    check_reasoning,
+    check_text,
+    check_tool,
+    check_tool_choice,
+)
 
 Body = TypeVar("Body", bound=BaseModel)
-MESSAGE_ROLES = frozenset({"user", "assistant", "system", "developer"})
 
 
 # Union members pydantic names in an error's location; they are not part of the param.
@@ -29,32 +35,6 @@ def param_path(location: tuple[int | str, ...]) -> str:
         else:
             path += f".{part}" if path else part
     return path
-
-
-def validate_input_items(items: list[Any], name: str = "input") -> list[dict[str, Any]]:
-    """Check each input item's basic shape; raise a 400 naming the first bad one."""
-    checked = []
-    for index, item in enumerate(items):
-        param = f"{name}[{index}]"
-        if not isinstance(item, dict):
-            raise invalid_request(f"Invalid type for '{param}': expected an object.", param)
-        item_type = item.get("type", "message")
-        if not isinstance(item_type, str):
-            raise invalid_request(f"Invalid type for '{param}.type': expected a string.", param)
-        if item_type == "message":
-            if item.get("role") not in MESSAGE_ROLES:
-                raise invalid_request(
-                    f"Invalid value for '{param}.role': expected one of "
-                    f"{', '.join(sorted(MESSAGE_ROLES))}.",
-                    f"{param}.role",
-                )
-            if not isinstance(item.get("content"), str | list):
-                raise invalid_request(
-                    f"Invalid type for '{param}.content': expected a string or an array.",
-                    f"{param}.content",
-                )
-        checked.append(item)
-    return checked
 
 
 def check_metadata(cls: Any, value: dict[str, str] | None) -> dict[str, str] | None:
@@ -111,20 +91,6 @@ class CreateResponseBody(BaseModel):
         return dict(self.model_extra or {})
 
 
-def parse_json_object(raw: bytes) -> dict[str, Any]:
-    """Decode a request body that must be one JSON object."""
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise invalid_request(
-            "We could not parse the JSON body of your request. The body must be valid JSON.",
-            code="invalid_json",
-        ) from None
-    if not isinstance(body, dict):
-        raise invalid_request("The request body must be a JSON object.", code="invalid_json")
-    return body
-
-
 def validate_body(model: type[Body], raw: bytes) -> Body:
     """Validate a JSON body against ``model``; raise a 400 naming the first bad param."""
     try:
@@ -143,7 +109,14 @@ def parse_create_body(raw: bytes) -> CreateResponseBody:
     """Validate a create-response body; raise a 400 :class:`APIError` naming the bad param."""
     parsed = validate_body(CreateResponseBody, raw)
     if isinstance(parsed.input, list):
-        validate_input_items(parsed.input)
+        check_items(parsed.input, "input")
+    if isinstance(parsed.instructions, list):
+        check_items(parsed.instructions, "instructions")
+    for index, tool in enumerate(parsed.tools):
+        check_tool(tool, f"tools[{index}]")
+    check_tool_choice(parsed.tool_choice)
+    check_text(parsed.text)
+    check_reasoning(parsed.reasoning)
     if parsed.previous_response_id is not None and parsed.conversation is not None:
         raise invalid_request(
             "Parameters 'previous_response_id' and 'conversation' cannot be used together.",

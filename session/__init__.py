@@ -13,6 +13,7 @@ from .errors import (
     ChainTooDeep,
     ConversationNotFound,
     InvalidCursor,
+    InvalidData,
     ItemConflict,
     ItemNotFound,
     ResponseNotFound,
@@ -42,13 +43,11 @@ from .models import (
     normalise_input,
 )
 from .paging import Order, page_items
-from .policy import UNSET, ExpectedParent
 from .sqlite import SQLiteStore
 from .store import SessionStore
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
-    "UNSET",
     "BackendNotInstalled",
     "ChainAncestorMissing",
     "ChainCycle",
@@ -57,8 +56,8 @@ __all__ = [
     "ChainTurn",
     "Conversation",
     "ConversationNotFound",
-    "ExpectedParent",
     "InvalidCursor",
+    "InvalidData",
     "Item",
     "ItemConflict",
     "ItemNotFound",

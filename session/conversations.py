@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +22,16 @@ class Conversation(BaseModel):
     project: str = "default"
     created_at: float = Field(default_factory=time.time)
     metadata: dict[str, str] = Field(default_factory=dict)
+
+
+def conversation_from_row(
+    project: str, conversation_id: str, created_at: float, metadata: str | dict[str, Any]
+) -> Conversation:
+    """A conversation from its row (``metadata`` as JSON text or already decoded)."""
+    decoded = json.loads(metadata) if isinstance(metadata, str) else metadata
+    return Conversation(
+        id=conversation_id, project=project, created_at=created_at, metadata=decoded
+    )
 
 
 def fresh_items(batch: list[Item], existing: Mapping[str, Item]) -> list[Item]:

@@ -4,7 +4,8 @@ SessionError
 ├── ResponseNotFound          the requested response does not exist (in this project)
 ├── InvalidCursor             an ``after``/``before`` item id that is not in the list
 ├── SaveConflict              the save policy refused a write
-├── StoreUnavailable          the backing database cannot be reached
+├── StoreUnavailable          the backing database cannot be reached or written
+├── InvalidData               a value the database cannot hold
 └── ChainError                a chain that cannot be resolved
     ├── ChainAncestorMissing  a parent in the chain no longer exists
     ├── ChainCycle            the parent links loop (a corrupted database)
@@ -78,6 +79,10 @@ class SaveConflict(SessionError):
 
 class StoreUnavailable(SessionError):
     code = "store_unavailable"
+
+
+class InvalidData(SessionError):
+    code = "invalid_data"
 
 
 class BackendNotInstalled(SessionError):

@@ -27,6 +27,7 @@ class PostgresSettings(BaseModel):
     pool_min: int = Field(default=1, ge=0)
     pool_max: int = Field(default=10, ge=1)
     connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    statement_timeout_seconds: float = Field(default=10.0, gt=0)
 
 
 class SessionSettings(BaseModel):
@@ -76,6 +77,7 @@ def build_store(settings: SessionSettings) -> SessionStore:
             pool_min=pg.pool_min,
             pool_max=pg.pool_max,
             connect_timeout=pg.connect_timeout_seconds,
+            statement_timeout=pg.statement_timeout_seconds,
         )
     return SQLiteStore(
         settings.sqlite.path,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -12,7 +13,7 @@ from .conversations import Conversation, fresh_items
 from .errors import ConversationNotFound, ItemNotFound, ResponseNotFound
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse, normalise_input
 from .paging import Order, page_items
-from .policy import UNSET, ExpectedParent, check_save
+from .policy import check_save
 
 T = TypeVar("T")
 
@@ -68,6 +69,7 @@ class MemoryStore:
     def __init__(self, *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
         self._max_depth = max_depth
         self._responses: dict[str, dict[str, str]] = {}
+        self._unfinished: dict[tuple[str, str], float] = {}  # (project, id) -> created_at
         self._conversations: dict[str, dict[str, _ConversationState]] = {}
 
     # -- responses ---------------------------------------------------------------------
@@ -90,18 +92,21 @@ class MemoryStore:
         record: StoredResponse,
         *,
         overwrite: bool = False,
-        expected_previous_response_id: ExpectedParent = UNSET,
         conversation_items: list[Item] | None = None,
     ) -> None:
         check_save(
             record,
             self._project(record.project).get(record.id),
             overwrite=overwrite,
-            expected_previous_response_id=expected_previous_response_id,
         )
         if conversation_items is not None and record.conversation_id is not None:
             self._conversation(record.project, record.conversation_id).append(conversation_items)
         self._responses[record.project][record.id] = record.model_dump_json()
+        key = (record.project, record.id)
+        if record.status in ("in_progress", "queued"):
+            self._unfinished[key] = record.created_at
+        else:
+            self._unfinished.pop(key, None)
 
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
         turns = _Serialised(self._responses.get(project, {}), _chain_turn)
@@ -123,6 +128,7 @@ class MemoryStore:
     async def delete(self, project: str, response_id: str) -> None:
         if self._responses.get(project, {}).pop(response_id, None) is None:
             raise ResponseNotFound(response_id)
+        self._unfinished.pop((project, response_id), None)
 
     # -- conversations -----------------------------------------------------------------
 
@@ -190,6 +196,21 @@ class MemoryStore:
         if state.items.pop(item_id, None) is None:
             raise ItemNotFound(conversation_id, item_id)
 
+    async def fail_stale(self, before: float, error: Item) -> int:
+        stale = [key for key, created in self._unfinished.items() if created < before]
+        for project, response_id in stale:
+            record = self._find(project, response_id)
+            response = record.response.model_copy(update={"error": dict(error)})
+            failed = record.model_copy(
+                update={"status": "failed", "completed_at": time.time(), "response": response}
+            )
+            await self.save(failed, overwrite=True)
+        return len(stale)
+
+    async def ping(self) -> None:
+        return None
+
     async def close(self) -> None:
         self._responses.clear()
+        self._unfinished.clear()
         self._conversations.clear()

@@ -87,7 +87,6 @@ class ResponseSnapshot(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     output: list[Item] = Field(default_factory=list)
-    output_text: str = ""
     usage: Item | None = None
     error: Item | None = None
     incomplete_details: Item | None = None

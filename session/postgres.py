@@ -8,6 +8,7 @@ that is down makes calls raise :class:`StoreUnavailable`; the pool reconnects by
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,10 +21,10 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from . import postgres_conversations as conversations
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
 from .conversations import Conversation
-from .errors import ResponseNotFound, SaveConflict, StoreUnavailable
+from .errors import InvalidData, ResponseNotFound, SaveConflict, StoreUnavailable
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order, page_items
-from .policy import UNSET, ExpectedParent, check_save
+from .policy import check_save
 from .postgres_schema import migrate
 
 _NAMES = (
@@ -92,8 +93,18 @@ class PostgresStore:
         pool_min: int = 1,
         pool_max: int = 10,
         connect_timeout: float = 5.0,
+        statement_timeout: float = 10.0,
     ) -> None:
         self._max_depth = max_depth
+        # A stalled database answers nothing, not even the server-side timeout's error:
+        # the client gives up a little later on its own.
+        self._deadline = connect_timeout + statement_timeout + 1.0
+        timeout_ms = int(statement_timeout * 1000)
+
+        async def configure(conn: AsyncConnection[tuple[Any, ...]]) -> None:
+            await conn.execute(f"SET statement_timeout = {timeout_ms}")
+            await conn.commit()
+
         self._pool: AsyncConnectionPool[AsyncConnection[tuple[Any, ...]]] = AsyncConnectionPool(
             dsn,
             min_size=pool_min,
@@ -101,6 +112,7 @@ class PostgresStore:
             open=False,
             timeout=connect_timeout,
             check=AsyncConnectionPool.check_connection,
+            configure=configure,
             kwargs={"connect_timeout": max(1, int(connect_timeout))},
         )
         self._ready = False
@@ -111,14 +123,22 @@ class PostgresStore:
     async def _connection(self) -> AsyncIterator[AsyncConnection[tuple[Any, ...]]]:
         """A pooled connection inside a transaction; database outages become 503s."""
         try:
-            if not self._ready:
-                await self._open()
-            async with self._pool.connection() as conn, conn.transaction():
-                yield conn
-        except (psycopg.OperationalError, PoolTimeout) as error:
+            async with asyncio.timeout(self._deadline):
+                if not self._ready:
+                    await self._open()
+                async with self._pool.connection() as conn, conn.transaction():
+                    yield conn
+        except (
+            psycopg.OperationalError,
+            psycopg.InterfaceError,
+            PoolTimeout,
+            TimeoutError,
+        ) as error:
             raise StoreUnavailable(
                 f"The session database is unavailable ({type(error).__name__})."
             ) from None
+        except psycopg.DataError as error:
+            raise InvalidData(f"The session database refused a value ({error.sqlstate}).") from None
 
     async def _open(self) -> None:
         async with self._opening:
@@ -145,7 +165,6 @@ class PostgresStore:
         record: StoredResponse,
         *,
         overwrite: bool = False,
-        expected_previous_response_id: ExpectedParent = UNSET,
         conversation_items: list[Item] | None = None,
     ) -> None:
         row = _row(record)
@@ -160,7 +179,6 @@ class PostgresStore:
                     record,
                     None if existing is None else _record(existing),
                     overwrite=overwrite,
-                    expected_previous_response_id=expected_previous_response_id,
                 )
                 if conversation_items is not None and record.conversation_id is not None:
                     await conversations.append(
@@ -219,7 +237,7 @@ class PostgresStore:
 
     async def get_conversation(self, project: str, conversation_id: str) -> Conversation:
         async with self._connection() as conn:
-            return (await conversations.load(conn, project, conversation_id))[0]
+            return await conversations.load(conn, project, conversation_id)
 
     async def update_conversation(
         self, project: str, conversation_id: str, metadata: dict[str, str]
@@ -260,6 +278,20 @@ class PostgresStore:
     async def delete_item(self, project: str, conversation_id: str, item_id: str) -> None:
         async with self._connection() as conn:
             await conversations.delete_item(conn, project, conversation_id, item_id)
+
+    async def fail_stale(self, before: float, error: Item) -> int:
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                "UPDATE responses SET status = 'failed', completed_at = %s,"
+                " response = jsonb_set(response, '{error}', %s)"
+                " WHERE status IN ('in_progress', 'queued') AND created_at < %s",
+                (time.time(), Jsonb(error), before),
+            )
+            return cursor.rowcount
+
+    async def ping(self) -> None:
+        async with self._connection() as conn:
+            await conn.execute("SELECT 1")
 
     async def close(self) -> None:
         await self._pool.close()

@@ -7,7 +7,7 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 
-from .conversations import Conversation, fresh_items
+from .conversations import Conversation, conversation_from_row, fresh_items
 from .errors import ConversationNotFound, InvalidCursor, ItemNotFound
 from .models import Item, ItemPage, normalise_input
 from .paging import Order
@@ -28,22 +28,27 @@ async def insert(conn: Connection, conversation: Conversation) -> None:
     )
 
 
-async def load(
-    conn: Connection, project: str, conversation_id: str, *, lock: bool = False
-) -> tuple[Conversation, int]:
-    """The conversation and its next sequence number; ``lock`` holds its row to the end."""
+async def load(conn: Connection, project: str, conversation_id: str) -> Conversation:
     cursor = await conn.execute(
-        "SELECT created_at, metadata, next_seq FROM conversations WHERE project = %s AND id = %s"
-        + (" FOR UPDATE" if lock else ""),
+        "SELECT created_at, metadata FROM conversations WHERE project = %s AND id = %s",
         (project, conversation_id),
     )
     row = await cursor.fetchone()
     if row is None:
         raise ConversationNotFound(conversation_id)
-    conversation = Conversation(
-        id=conversation_id, project=project, created_at=row[0], metadata=row[1]
+    return conversation_from_row(project, conversation_id, row[0], row[1])
+
+
+async def _lock_next_seq(conn: Connection, project: str, conversation_id: str) -> int:
+    """The next sequence number, with the conversation's row held to the transaction's end."""
+    cursor = await conn.execute(
+        "SELECT next_seq FROM conversations WHERE project = %s AND id = %s FOR UPDATE",
+        (project, conversation_id),
     )
-    return conversation, int(row[2])
+    row = await cursor.fetchone()
+    if row is None:
+        raise ConversationNotFound(conversation_id)
+    return int(row[0])
 
 
 async def update(
@@ -55,7 +60,7 @@ async def update(
     )
     if cursor.rowcount == 0:
         raise ConversationNotFound(conversation_id)
-    return (await load(conn, project, conversation_id))[0]
+    return await load(conn, project, conversation_id)
 
 
 async def delete(conn: Connection, project: str, conversation_id: str) -> None:
@@ -70,7 +75,7 @@ async def append(
     conn: Connection, project: str, conversation_id: str, items: list[Item]
 ) -> list[Item]:
     """Append with the conversation row locked, so concurrent appends queue behind it."""
-    _, next_seq = await load(conn, project, conversation_id, lock=True)
+    next_seq = await _lock_next_seq(conn, project, conversation_id)
     batch = normalise_input(items)
     cursor = await conn.execute(
         f"SELECT id, item FROM conversation_items WHERE {_KEY} AND id = ANY(%s)",

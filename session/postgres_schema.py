@@ -49,6 +49,10 @@ MIGRATIONS: list[str] = [
             REFERENCES conversations (project, id) ON DELETE CASCADE
     );
     """,
+    """
+    CREATE INDEX responses_unfinished ON responses (created_at)
+        WHERE status IN ('in_progress', 'queued');
+    """,
 ]
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,7 +17,7 @@ import sqlite_utils
 from . import sqlite_conversations as conversations
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
 from .conversations import Conversation
-from .errors import ResponseNotFound
+from .errors import ResponseNotFound, StoreUnavailable
 from .models import (
     ChainTurn,
     Item,
@@ -26,7 +28,7 @@ from .models import (
     StoredResponse,
 )
 from .paging import Order, page_items
-from .policy import UNSET, ExpectedParent, check_save
+from .policy import check_save
 from .sqlite_schema import migrate
 
 T = TypeVar("T")
@@ -109,8 +111,9 @@ class SQLiteStore:
         max_depth: int = DEFAULT_MAX_DEPTH,
         busy_timeout_ms: int = 5000,
     ) -> None:
-        if str(path) != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._path = None if str(path) == ":memory:" else Path(path)
+        if self._path is not None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA journal_mode = WAL")
@@ -118,6 +121,7 @@ class SQLiteStore:
         conn.execute("PRAGMA foreign_keys = ON")
         self.db = sqlite_utils.Database(conn, execute_plugins=False)
         self.schema_version = migrate(self.db)
+        self._identity = self._file_identity()
         self._max_depth = max_depth
         self._lock = threading.Lock()
 
@@ -126,10 +130,41 @@ class SQLiteStore:
         """The underlying connection (tests trace its statements)."""
         return self.db.conn
 
+    def _file_identity(self) -> tuple[int, int] | None:
+        if self._path is None:
+            return None
+        try:
+            stat = os.stat(self._path)
+        except OSError:
+            return (-1, -1)
+        return (stat.st_dev, stat.st_ino)
+
+    def _check_file(self) -> None:
+        """Refuse to go on when the file was removed or replaced under the open connection.
+
+        SQLite would keep writing to the unlinked file and report success: every such
+        write would be lost at the next start.
+        """
+        if self._identity is not None and self._file_identity() != self._identity:
+            raise StoreUnavailable(
+                f"The session database file {self._path} was removed or replaced; "
+                "restore it or restart the gateway."
+            )
+
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def locked() -> T:
             with self._lock:
-                return fn(self.db.conn)
+                try:
+                    self._check_file()
+                    return fn(self.db.conn)
+                except sqlite3.IntegrityError:
+                    raise
+                except (sqlite3.OperationalError, sqlite3.DatabaseError) as error:
+                    raise StoreUnavailable(
+                        f"The session database cannot be used ({error})."
+                    ) from None
+                except sqlite3.ProgrammingError:
+                    raise StoreUnavailable("The session database is closed.") from None
 
         return await anyio.to_thread.run_sync(locked)
 
@@ -138,10 +173,12 @@ class SQLiteStore:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = fn(conn)
+                self._check_file()
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
             return result
 
         return await self._run(transaction)
@@ -165,7 +202,6 @@ class SQLiteStore:
         record: StoredResponse,
         *,
         overwrite: bool = False,
-        expected_previous_response_id: ExpectedParent = UNSET,
         conversation_items: list[Item] | None = None,
     ) -> None:
         row = _to_row(record)
@@ -175,7 +211,6 @@ class SQLiteStore:
                 record,
                 self._select(conn, record.project, record.id),
                 overwrite=overwrite,
-                expected_previous_response_id=expected_previous_response_id,
             )
             if conversation_items is not None and record.conversation_id is not None:
                 conversations.append(
@@ -277,5 +312,21 @@ class SQLiteStore:
     async def delete_item(self, project: str, conversation_id: str, item_id: str) -> None:
         await self._write(lambda c: conversations.delete_item(c, project, conversation_id, item_id))
 
+    async def fail_stale(self, before: float, error: Item) -> int:
+        def sweep(conn: sqlite3.Connection) -> int:
+            cursor = conn.execute(
+                "UPDATE responses SET status = 'failed', completed_at = ?,"
+                " response = json_set(response, '$.error', json(?))"
+                " WHERE status IN ('in_progress', 'queued') AND created_at < ?",
+                (time.time(), json.dumps(error), before),
+            )
+            return cursor.rowcount
+
+        return await self._write(sweep)
+
+    async def ping(self) -> None:
+        await self._run(lambda conn: conn.execute("SELECT 1").fetchone())
+
     async def close(self) -> None:
-        await self._run(lambda conn: conn.close())
+        with self._lock:
+            self.db.conn.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from .conversations import Conversation, fresh_items
+from .conversations import Conversation, conversation_from_row, fresh_items
 from .errors import ConversationNotFound, InvalidCursor, ItemNotFound
 from .models import Item, ItemPage, normalise_input
 from .paging import Order
@@ -31,18 +31,18 @@ def load(conn: sqlite3.Connection, project: str, conversation_id: str) -> Conver
     ).fetchone()
     if row is None:
         raise ConversationNotFound(conversation_id)
-    return Conversation(
-        id=conversation_id, project=project, created_at=row[0], metadata=json.loads(row[1])
-    )
+    return conversation_from_row(project, conversation_id, row[0], row[1])
 
 
 def update(
     conn: sqlite3.Connection, project: str, conversation_id: str, metadata: dict[str, str]
 ) -> Conversation:
-    conn.execute(
+    cursor = conn.execute(
         "UPDATE conversations SET metadata = ? WHERE project = ? AND id = ?",
         (json.dumps(metadata), project, conversation_id),
     )
+    if cursor.rowcount == 0:
+        raise ConversationNotFound(conversation_id)
     return load(conn, project, conversation_id)
 
 

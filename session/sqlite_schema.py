@@ -54,7 +54,19 @@ def _v2_conversations(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_v1_responses, _v2_conversations]
+def _v3_unfinished_index(db: sqlite_utils.Database) -> None:
+    # The sweep of turns left unfinished by a crash reads only these few rows.
+    db.execute(
+        "CREATE INDEX responses_unfinished ON responses (created_at)"
+        " WHERE status IN ('in_progress', 'queued')"
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    _v1_responses,
+    _v2_conversations,
+    _v3_unfinished_index,
+]
 
 
 def migrate(db: sqlite_utils.Database) -> int:

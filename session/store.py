@@ -7,7 +7,6 @@ from typing import Protocol
 from .conversations import Conversation
 from .models import Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order
-from .policy import UNSET, ExpectedParent
 
 
 class SessionStore(Protocol):
@@ -25,7 +24,6 @@ class SessionStore(Protocol):
         record: StoredResponse,
         *,
         overwrite: bool = False,
-        expected_previous_response_id: ExpectedParent = UNSET,
         conversation_items: list[Item] | None = None,
     ) -> None:
         """Write ``record`` after the save policy's checks, atomically with them.
@@ -108,6 +106,18 @@ class SessionStore(Protocol):
 
     async def delete_item(self, project: str, conversation_id: str, item_id: str) -> None:
         """Delete one item; its sequence number is never reused."""
+        ...
+
+    async def fail_stale(self, before: float, error: Item) -> int:
+        """Mark turns still ``in_progress``/``queued`` created before ``before`` as failed.
+
+        Such a turn outlived every deadline, so the instance running it is gone; its
+        ``response.error`` becomes ``error``. Returns how many turns were marked.
+        """
+        ...
+
+    async def ping(self) -> None:
+        """Raise ``StoreUnavailable`` unless the store can be read and written now."""
         ...
 
     async def close(self) -> None:

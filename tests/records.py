@@ -45,7 +45,6 @@ def turn(
         request=RequestSnapshot(model="echo", input=items, instructions=instructions),
         response=ResponseSnapshot(
             output=[assistant_item(f"out_{response_id}", f"answer of {response_id}")],
-            output_text=f"answer of {response_id}",
         ),
     )
 

@@ -24,6 +24,7 @@ from .servers import free_port, serve
 def post(gateway: Gateway, body: Any = None, **options: Any) -> httpx.Response:
     if body is not None:
         options["json"] = body
+    options.setdefault("headers", {"content-type": "application/json"})
     return httpx.post(f"{gateway.url}/v1/responses", timeout=30, **options)
 
 
@@ -98,7 +99,11 @@ def test_an_item_the_chat_wire_cannot_express_is_named(gateway: Gateway) -> None
 
 @pytest.mark.parametrize(
     ("upstream_status", "status", "code"),
-    [(429, 429, "rate_limit_exceeded"), (500, 502, "upstream_error"), (503, 502, "upstream_error")],
+    [
+        (429, 429, "rate_limit_exceeded"),
+        (500, 502, "upstream_error"),
+        (503, 503, "upstream_unavailable"),
+    ],
 )
 def test_upstream_http_failures(
     gateway: Gateway, upstream_status: int, status: int, code: str

@@ -88,16 +88,29 @@ async def test_overwrite_cannot_change_the_parent(store: SessionStore) -> None:
     assert (await store.get("default", "resp_0")).previous_response_id is None
 
 
-async def test_expected_previous_response_id_must_match(store: SessionStore) -> None:
-    await store.save(turn("resp_0"))
+async def test_a_finished_turn_is_never_overwritten(store: SessionStore) -> None:
+    await store.save(turn("resp_1", status="in_progress"))
+    await store.save(turn("resp_1", status="failed"), overwrite=True)
     with pytest.raises(SaveConflict):
-        await store.save(turn("resp_1", "resp_0"), expected_previous_response_id="resp_other")
-    with pytest.raises(SaveConflict):
-        await store.save(turn("resp_1", "resp_0"), expected_previous_response_id=None)
-    with pytest.raises(ResponseNotFound):
-        await store.get("default", "resp_1")
-    await store.save(turn("resp_1", "resp_0"), expected_previous_response_id="resp_0")
-    await store.save(turn("resp_9"), expected_previous_response_id=None)
+        await store.save(turn("resp_1", status="completed"), overwrite=True)
+    assert (await store.get("default", "resp_1")).status == "failed"
+
+
+async def test_stale_unfinished_turns_are_marked_failed(store: SessionStore) -> None:
+    old, recent = turn("resp_old", status="in_progress"), turn("resp_new", status="in_progress")
+    old.created_at -= 3600
+    await store.save(old)
+    await store.save(recent)
+    await store.save(turn("resp_done"))
+    error = {"code": "server_error", "message": "The gateway stopped."}
+    assert await store.fail_stale(old.created_at + 1, error) == 1
+    swept = await store.get("default", "resp_old")
+    assert swept.status == "failed" and swept.response.error == error
+    assert swept.completed_at is not None
+    assert (await store.get("default", "resp_new")).status == "in_progress"
+    assert (await store.get("default", "resp_done")).status == "completed"
+    assert await store.fail_stale(old.created_at + 1, error) == 0
+    await store.ping()
 
 
 async def test_chain_resolves_oldest_first_with_inputs_then_outputs(store: SessionStore) -> None:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import re
+
 from starlette.requests import Request
 
 from ..errors import APIError, invalid_request
 from ..pipeline import ResponsesService
 
 DEFAULT_PROJECT = "default"
+_INTEGER = re.compile(r"^-?[0-9]{1,9}$")
 
 
 def service(request: Request) -> ResponsesService:
@@ -20,8 +24,10 @@ def project(request: Request) -> str:
     return DEFAULT_PROJECT
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, or a 413 once it is larger than ``limit`` bytes."""
+async def read_body(request: Request) -> bytes:
+    """The request body: a 413 once it passes ``max_body_bytes``, a 408 if it is too slow."""
+    settings = service(request).config.server
+    limit = settings.max_body_bytes
     too_large = APIError(
         413,
         f"The request body is larger than the limit of {limit} bytes.",
@@ -30,19 +36,29 @@ async def read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise too_large
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise too_large
-    return bytes(body)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(settings.body_timeout_seconds):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise too_large
+                chunks.append(chunk)
+    except TimeoutError:
+        raise APIError(
+            408,
+            f"The request body did not arrive within {settings.body_timeout_seconds:g} seconds.",
+            code="request_timeout",
+        ) from None
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def query_int(request: Request, name: str, default: int, low: int, high: int) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    if not raw.lstrip("-").isdigit() or not low <= int(raw) <= high:
+    if not _INTEGER.match(raw) or not low <= int(raw) <= high:
         raise invalid_request(
             f"Invalid '{name}': expected an integer from {low} to {high}, got {raw!r}.",
             param=name,

@@ -15,8 +15,8 @@ from ..request_body import (
     CreateItemsBody,
     UpdateConversationBody,
     validate_body,
-    validate_input_items,
 )
+from ..validation import check_items
 from .common import project, query_choice, query_int, read_body, service
 
 
@@ -29,13 +29,9 @@ def conversation_object(conversation: Conversation) -> dict[str, Any]:
     }
 
 
-async def _body(request: Request) -> bytes:
-    return await read_body(request, service(request).config.server.max_body_bytes)
-
-
 async def create_conversation(request: Request) -> Response:
-    body = validate_body(CreateConversationBody, await _body(request))
-    items = validate_input_items(body.items, "items")
+    body = validate_body(CreateConversationBody, await read_body(request))
+    items = check_items(body.items, "items")
     conversation = Conversation(
         id=new_id("conv"), project=project(request), metadata=body.metadata or {}
     )
@@ -50,7 +46,7 @@ async def retrieve_conversation(request: Request) -> Response:
 
 
 async def update_conversation(request: Request) -> Response:
-    body = validate_body(UpdateConversationBody, await _body(request))
+    body = validate_body(UpdateConversationBody, await read_body(request))
     store = service(request).store
     conversation = await store.update_conversation(
         project(request), request.path_params["id"], body.metadata
@@ -65,8 +61,8 @@ async def delete_conversation(request: Request) -> Response:
 
 
 async def create_items(request: Request) -> Response:
-    body = validate_body(CreateItemsBody, await _body(request))
-    items = validate_input_items(body.items, "items")
+    body = validate_body(CreateItemsBody, await read_body(request))
+    items = check_items(body.items, "items")
     stored = await service(request).store.append_items(
         project(request), request.path_params["id"], items
     )

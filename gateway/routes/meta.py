@@ -1,4 +1,4 @@
-"""``/v1/models`` and ``/healthz``."""
+"""``/v1/models``, ``/healthz`` (the process answers) and ``/readyz`` (the store works)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from session import SessionError
+
+from ..errors import RETRY_AFTER_SECONDS
 from .common import service
 
 
@@ -22,7 +25,17 @@ async def health(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
+async def ready(request: Request) -> Response:
+    try:
+        await service(request).store.ping()
+    except SessionError as error:
+        body = {"status": "unavailable", "store": error.message}
+        return JSONResponse(body, status_code=503, headers={"Retry-After": RETRY_AFTER_SECONDS})
+    return JSONResponse({"status": "ok", "store": "ok"})
+
+
 routes = [
     Route("/v1/models", list_models, methods=["GET"]),
     Route("/healthz", health, methods=["GET"]),
+    Route("/readyz", ready, methods=["GET"]),
 ]

@@ -17,13 +17,12 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 async def create_response(request: Request) -> Response:
     svc = service(request)
-    raw = await read_body(request, svc.config.server.max_body_bytes)
+    raw = await read_body(request)
     body = parse_create_body(raw)
-    turn = await svc.prepare(body, project(request))
     if body.stream:
-        chunks = await svc.open_stream(turn)
+        chunks = await svc.stream(body, project(request))
         return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
-    return JSONResponse(await svc.respond(turn))
+    return JSONResponse(await svc.respond(body, project(request)))
 
 
 async def retrieve_response(request: Request) -> Response:

@@ -8,18 +8,26 @@ from ..config import Route
 from .base import Upstream, UpstreamStream
 from .chat_completions import ChatCompletionsUpstream
 from .echo import EchoUpstream
-from .http import UpstreamError
+from .errors import UnsupportedInput, UpstreamError
 from .responses import ResponsesUpstream
 from .results import Event, TurnResult
 
-__all__ = ["Event", "TurnResult", "Upstream", "UpstreamError", "UpstreamStream", "build_upstream"]
+__all__ = [
+    "Event",
+    "TurnResult",
+    "UnsupportedInput",
+    "Upstream",
+    "UpstreamError",
+    "UpstreamStream",
+    "build_upstream",
+]
 
 
-def build_upstream(route: Route, client: httpx.AsyncClient) -> Upstream:
+def build_upstream(route: Route, client: httpx.AsyncClient | None) -> Upstream:
     """The adapter for ``route``'s provider (cheap: made per request)."""
     wire = route.provider.wire_api
-    if wire == "chat_completions":
+    if client is not None and wire == "chat_completions":
         return ChatCompletionsUpstream(client, route.provider_name, route.provider)
-    if wire == "responses":
+    if client is not None and wire == "responses":
         return ResponsesUpstream(client, route.provider_name, route.provider)
     return EchoUpstream()

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
-from httpx_sse import EventSource
+import orjson
 
 from ..config import ProviderSettings
-from ..errors import invalid_request
 from .base import UpstreamStream
-from .chat_request import UnsupportedInput, to_chat_request
-from .chat_response import ChatTranslator
-from .http import UpstreamStreamError, describe_stream_failure, post
-from .results import Item
+from .chat_request import to_chat_request
+from .chat_response import ChatTranslator, MalformedAnswer
+from .errors import UpstreamError, UpstreamInvalidResponse
+from .http import describe_stream_failure, fetch_json, open_events, scrub
+from .results import Event, Item, TurnResult
+
+
+class UpstreamReportedError(Exception):
+    """An error the provider reported inside a stream that had already started."""
 
 
 class ChatCompletionsUpstream:
@@ -26,51 +29,67 @@ class ChatCompletionsUpstream:
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
-        try:
-            chat = to_chat_request(request, model=request["model"], stream=stream)
-        except UnsupportedInput as error:
-            raise invalid_request(str(error), param=error.param, code="unsupported_input") from None
+        chat = to_chat_request(request, model=request["model"], stream=stream)
         translator = ChatTranslator(chat.tool_names)
-        async with post(
-            self._client, self._name, self._settings, "/chat/completions", chat.payload
-        ) as response:
-            if stream:
-                yield self._stream(response, translator)
-            else:
-                yield self._whole(response, translator)
-
-    async def _whole(self, response: httpx.Response, translator: ChatTranslator) -> UpstreamStream:
-        events: list[Item] = []
-        try:
-            events = translator.completion(json.loads(await response.aread()))
-        except (httpx.HTTPError, ValueError, AttributeError) as error:
-            closing, result = translator.fail(describe_stream_failure(self._name, error))
-        else:
+        if not stream:
+            body = await fetch_json(
+                self._client, self._name, self._settings, "/chat/completions", chat.payload
+            )
+            try:
+                events = translator.completion(body)
+            except MalformedAnswer as error:
+                raise UpstreamInvalidResponse(
+                    self._name,
+                    f"The upstream provider '{self._name}' sent an invalid answer: {error}.",
+                ) from None
             closing, result = translator.finish()
-        for event in [*events, *closing]:
-            yield event
-        yield result
+            yield _replay([*events, *closing], result)
+            return
+        async with open_events(
+            self._client, self._name, self._settings, "/chat/completions", chat.payload
+        ) as data:
+            yield self._stream(data, translator)
 
-    async def _stream(self, response: httpx.Response, translator: ChatTranslator) -> UpstreamStream:
+    async def _stream(self, data: AsyncIterator[str], translator: ChatTranslator) -> UpstreamStream:
+        done = False
         try:
-            async for sse in EventSource(response).aiter_sse():
-                data = sse.data.strip()
-                if data == "[DONE]":
+            async for text in data:
+                if text.strip() == "[DONE]":
+                    done = True
                     break
-                if not data:
+                if not text.strip():
                     continue
-                chunk = json.loads(data)
-                if chunk.get("error"):
-                    raise UpstreamStreamError(str(chunk["error"].get("message", chunk["error"])))
+                chunk = orjson.loads(text)
+                if isinstance(chunk, dict) and chunk.get("error"):
+                    error = chunk["error"]
+                    detail = error.get("message", error) if isinstance(error, dict) else error
+                    raise UpstreamReportedError(scrub(str(detail), self._settings))
                 for event in translator.chunk(chunk):
                     yield event
-        except UpstreamStreamError as error:
-            message = f"The upstream provider '{self._name}' reported an error: {error}"
-            closing, result = translator.fail(message)
-        except (httpx.HTTPError, ValueError, AttributeError) as error:
+            if not (done and translator.finished):
+                raise EOFError
+        except UpstreamReportedError as error:
+            closing, result = translator.fail(
+                f"The upstream provider '{self._name}' reported an error: {error}"
+            )
+        except EOFError:
+            closing, result = translator.fail(
+                f"The answer from upstream provider '{self._name}' ended before it was complete."
+            )
+        except MalformedAnswer as error:
+            closing, result = translator.fail(
+                f"The upstream provider '{self._name}' sent an invalid stream chunk: {error}."
+            )
+        except (httpx.HTTPError, UpstreamError, ValueError) as error:
             closing, result = translator.fail(describe_stream_failure(self._name, error))
         else:
             closing, result = translator.finish()
         for event in closing:
             yield event
         yield result
+
+
+async def _replay(events: list[Event], result: TurnResult) -> UpstreamStream:
+    for event in events:
+        yield event
+    yield result

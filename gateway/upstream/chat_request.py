@@ -6,20 +6,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import UnsupportedInput
 from .output_builder import ToolName
 from .results import Item
 
 NAMESPACE_SEPARATOR = "__"
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
 _ROLES = {"developer": "system"}  # most chat providers know no "developer" role
-
-
-class UnsupportedInput(ValueError):
-    """An input the chat wire cannot express; ``param`` names where it is."""
-
-    def __init__(self, message: str, param: str) -> None:
-        super().__init__(message)
-        self.param = param
 
 
 @dataclass

@@ -1,4 +1,8 @@
-"""Chat Completions responses and stream chunks -> Responses events and a result. Pure."""
+"""Chat Completions responses and stream chunks -> Responses events and a result. Pure.
+
+Every value read from the provider is checked for its type first: a malformed answer
+raises :class:`MalformedAnswer` instead of turning into an empty or wrong turn.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,30 @@ from .output_builder import OutputBuilder, ToolName
 from .results import Event, Item, TurnResult, usage_from_chat
 
 
+class MalformedAnswer(ValueError):
+    """A provider answer whose shape is not that of Chat Completions."""
+
+
+def _field(mapping: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = mapping.get(key)
+    if value is not None and not isinstance(value, kind):
+        raise MalformedAnswer(f"'{where}.{key}' has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise MalformedAnswer(f"'{where}' is not an object")
+    return value
+
+
 def _reasoning_of(message: Mapping[str, Any]) -> str:
     # DeepSeek and vLLM say reasoning_content; OpenRouter and Ollama say reasoning.
-    value = message.get("reasoning_content") or message.get("reasoning")
-    return value if isinstance(value, str) else ""
+    for key in ("reasoning_content", "reasoning"):
+        value = message.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 class ChatTranslator:
@@ -23,27 +47,42 @@ class ChatTranslator:
         self._finish_reason: str | None = None
         self._usage: Item | None = None
 
-    def chunk(self, chunk: Mapping[str, Any]) -> list[Event]:
+    @property
+    def finished(self) -> bool:
+        """Whether the provider said why the answer ended (a cut stream never does)."""
+        return self._finish_reason is not None
+
+    def chunk(self, chunk: Any) -> list[Event]:
         """One streamed ``chat.completion.chunk`` -> the events it completes."""
-        if chunk.get("usage"):
-            self._usage = usage_from_chat(chunk["usage"])
+        chunk = _object(chunk, "chunk")
+        usage = _field(chunk, "usage", dict, "chunk")
+        if usage:
+            self._usage = usage_from_chat(usage)
         events: list[Event] = []
-        for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
+        for position, choice in enumerate(_field(chunk, "choices", list, "chunk") or []):
+            where = f"chunk.choices[{position}]"
+            choice = _object(choice, where)
+            if _field(choice, "index", int, where) not in (0, None):
                 continue
-            events += self._message(choice.get("delta") or {})
-            if choice.get("finish_reason"):
-                self._finish_reason = choice["finish_reason"]
+            events += self._message(_object(choice.get("delta") or {}, f"{where}.delta"), where)
+            reason = _field(choice, "finish_reason", str, where)
+            if reason:
+                self._finish_reason = reason
         return events
 
-    def completion(self, completion: Mapping[str, Any]) -> list[Event]:
+    def completion(self, completion: Any) -> list[Event]:
         """A whole non-streamed ``chat.completion`` -> its events."""
-        self._usage = usage_from_chat(completion.get("usage"))
-        choices = completion.get("choices") or []
+        completion = _object(completion, "completion")
+        if "error" in completion:
+            raise MalformedAnswer("the answer is an error object, not a completion")
+        self._usage = usage_from_chat(_field(completion, "usage", dict, "completion"))
+        choices = _field(completion, "choices", list, "completion")
         if not choices:
-            return []
-        self._finish_reason = choices[0].get("finish_reason")
-        return self._message(choices[0].get("message") or {})
+            raise MalformedAnswer("the completion has no choices")
+        choice = _object(choices[0], "choices[0]")
+        self._finish_reason = _field(choice, "finish_reason", str, "choices[0]") or "stop"
+        message = _object(choice.get("message"), "choices[0].message")
+        return self._message(message, "choices[0].message")
 
     def finish(self) -> tuple[list[Event], TurnResult]:
         return self._builder.finish(self._finish_reason, self._usage)
@@ -51,18 +90,21 @@ class ChatTranslator:
     def fail(self, message: str) -> tuple[list[Event], TurnResult]:
         return self._builder.fail(message)
 
-    def _message(self, message: Mapping[str, Any]) -> list[Event]:
+    def _message(self, message: Mapping[str, Any], where: str) -> list[Event]:
         builder = self._builder
         events = builder.reasoning(_reasoning_of(message))
-        content = message.get("content")
-        if isinstance(content, str):
+        content = _field(message, "content", str, where)
+        if content:
             events += builder.text(content)
-        for position, call in enumerate(message.get("tool_calls") or []):
-            function = call.get("function") or {}
+        for position, call in enumerate(_field(message, "tool_calls", list, where) or []):
+            call_where = f"{where}.tool_calls[{position}]"
+            call = _object(call, call_where)
+            function = _object(call.get("function") or {}, f"{call_where}.function")
+            index = _field(call, "index", int, call_where)
             events += builder.tool_call(
-                call.get("index", position),
-                call.get("id"),
-                function.get("name"),
-                function.get("arguments") or "",
+                position if index is None else index,
+                _field(call, "id", str, call_where),
+                _field(function, "name", str, f"{call_where}.function"),
+                _field(function, "arguments", str, f"{call_where}.function") or "",
             )
         return events

@@ -7,24 +7,53 @@ item ids are replaced by the gateway's own so that ids stay stable across provid
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource
+import orjson
 
 from session import new_item_id
 
 from ..config import ProviderSettings
 from .base import UpstreamStream
-from .http import describe_stream_failure, post
+from .errors import UpstreamError, UpstreamInvalidResponse
+from .http import describe_stream_failure, fetch_json, open_events, scrub
 from .results import Event, Item, TurnResult, complete_usage, failed_result
 
 # The gateway sends its own lifecycle events; the upstream's are read, not forwarded.
 _LIFECYCLE = frozenset({"response.created", "response.in_progress", "response.queued"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+class MalformedResponse(ValueError):
+    """An upstream answer that is not shaped like a Responses object or event."""
+
+
+def check_item(item: Any, where: str) -> Item:
+    """An output item: an object with a string ``type``; messages carry a list of parts."""
+    if not isinstance(item, dict) or not isinstance(item.get("type"), str):
+        raise MalformedResponse(f"'{where}' is not an output item")
+    if item["type"] == "message":
+        content = item.get("content")
+        if not isinstance(content, list) or not all(isinstance(p, dict) for p in content):
+            raise MalformedResponse(f"'{where}.content' is not a list of parts")
+    return item
+
+
+def check_response(response: Any) -> dict[str, Any]:
+    if not isinstance(response, dict):
+        raise MalformedResponse("the response is not an object")
+    output = response.get("output")
+    if output is not None and not isinstance(output, list):
+        raise MalformedResponse("'output' is not a list")
+    for index, item in enumerate(output or []):
+        check_item(item, f"output[{index}]")
+    for key in ("usage", "error", "incomplete_details"):
+        if response.get(key) is not None and not isinstance(response[key], dict):
+            raise MalformedResponse(f"'{key}' is not an object")
+    return response
 
 
 class IdMap:
@@ -40,7 +69,7 @@ class IdMap:
 
     def item(self, item: Item) -> Item:
         item = copy.deepcopy(item)
-        if item.get("id"):
+        if isinstance(item.get("id"), str) and item["id"]:
             item["id"] = self.get(item["id"], item.get("type", "item"))
         return item
 
@@ -52,7 +81,8 @@ class IdMap:
             event["item_id"] = self.get(event["item_id"], "item")
         return event
 
-    def result(self, response: dict[str, Any]) -> TurnResult:
+    def result(self, response: Any) -> TurnResult:
+        response = check_response(response)
         status = response.get("status")
         return TurnResult(
             status=status if status in ("completed", "incomplete", "failed") else "completed",
@@ -84,47 +114,61 @@ class ResponsesUpstream:
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
         payload = upstream_payload(request, stream)
-        async with post(
-            self._client, self._name, self._settings, "/responses", payload
-        ) as response:
-            yield self._stream(response) if stream else self._whole(response)
+        args = (self._client, self._name, self._settings, "/responses", payload)
+        if not stream:
+            body = await fetch_json(*args)
+            try:
+                result = IdMap().result(body)
+            except MalformedResponse as error:
+                raise UpstreamInvalidResponse(
+                    self._name,
+                    f"The upstream provider '{self._name}' sent an invalid answer: {error}.",
+                ) from None
+            yield _one(result)
+            return
+        async with open_events(*args) as data:
+            yield self._stream(data)
 
-    def _failed(self, error: Exception, output: list[Item] | None = None) -> TurnResult:
-        return failed_result(describe_stream_failure(self._name, error), output or [])
-
-    async def _whole(self, response: httpx.Response) -> UpstreamStream:
-        try:
-            body = json.loads(await response.aread())
-            yield IdMap().result(body)
-        except (httpx.HTTPError, ValueError, AttributeError) as error:
-            yield self._failed(error)
-
-    async def _stream(self, response: httpx.Response) -> UpstreamStream:
+    async def _stream(self, data: AsyncIterator[str]) -> UpstreamStream:
         ids = IdMap()
         done: list[Item] = []
         try:
-            async for sse in EventSource(response).aiter_sse():
-                if not sse.data.strip() or sse.data.strip() == "[DONE]":
+            async for text in data:
+                if not text.strip() or text.strip() == "[DONE]":
                     continue
-                event = json.loads(sse.data)
-                kind = event.get("type")
+                event = orjson.loads(text)
+                if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+                    raise MalformedResponse("an event is not an object with a type")
+                kind = event["type"]
                 if kind in _LIFECYCLE:
                     continue
                 if kind in _TERMINAL:
-                    yield ids.result(event.get("response") or {})
+                    yield ids.result(event.get("response"))
                     return
                 if kind == "error":
-                    message = (
+                    message = scrub(
                         f"The upstream provider '{self._name}' reported an error "
-                        f"({event.get('code')}): {event.get('message')}"
+                        f"({event.get('code')}): {event.get('message')}",
+                        self._settings,
                     )
                     yield failed_result(message, done)
                     return
                 mapped = ids.event(event)
                 if kind == "response.output_item.done":
-                    done.append(mapped["item"])
+                    done.append(check_item(mapped.get("item"), "item"))
                 yield mapped
-        except (httpx.HTTPError, ValueError, AttributeError) as error:
-            yield self._failed(error, done)
+        except MalformedResponse as error:
+            yield failed_result(
+                f"The upstream provider '{self._name}' sent an invalid event: {error}.", done
+            )
             return
-        yield self._failed(EOFError("the stream ended before the response was complete"), done)
+        except (httpx.HTTPError, UpstreamError, ValueError) as error:
+            yield failed_result(describe_stream_failure(self._name, error), done)
+            return
+        yield failed_result(
+            f"The answer from upstream provider '{self._name}' ended before it was complete.", done
+        )
+
+
+async def _one(result: TurnResult) -> UpstreamStream:
+    yield result

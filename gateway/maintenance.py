@@ -1,0 +1,32 @@
+"""Background upkeep of the store while the gateway runs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from session import SessionError, SessionStore
+
+logger = logging.getLogger("gateway.maintenance")
+
+STALE_ERROR = {
+    "code": "server_error",
+    "message": "The gateway instance running this response stopped before it finished.",
+}
+
+
+async def fail_stale_turns(store: SessionStore, stale_after: float, interval: float) -> None:
+    """Every ``interval`` seconds (and at once), fail turns unfinished for ``stale_after``.
+
+    A turn older than every deadline cannot still be running anywhere: its instance
+    crashed. Several instances may sweep at once; each turn is marked once.
+    """
+    while True:
+        try:
+            count = await store.fail_stale(time.time() - stale_after, STALE_ERROR)
+            if count:
+                logger.warning("marked %d unfinished response(s) failed", count)
+        except SessionError as error:
+            logger.warning("sweep of unfinished responses skipped: %s", error.message)
+        await asyncio.sleep(interval)

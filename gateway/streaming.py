@@ -1,0 +1,165 @@
+"""The streaming runtime: a streamed turn runs in a task of its own, owning its resources.
+
+The task opens the turn (conversation lock, context) and the upstream stream, stores the
+turn as ``in_progress``, then signals the request handler: until then any failure is a
+plain HTTP error. After that every event is numbered and queued as SSE bytes, and the
+turn ends with exactly one terminal event that tells the truth: ``response.completed``
+only once the finished turn is stored. A client that goes away does not stop the task;
+a shutdown past its grace period cancels it, and the turn is then stored as failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .response_object import response_object
+from .upstream import Event, TurnResult, UpstreamStream
+from .upstream.results import failed_result
+
+if TYPE_CHECKING:
+    from .pipeline import ResponsesService, Turn
+    from .request_body import CreateResponseBody
+
+logger = logging.getLogger("gateway.streaming")
+
+TERMINAL_EVENTS = {
+    "completed": "response.completed",
+    "incomplete": "response.incomplete",
+    "failed": "response.failed",
+}
+
+
+def sse(event: Event) -> bytes:
+    kind: str = event["type"]
+    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
+class StreamedTurns:
+    """The streamed turns in flight, so that shutdown can finish or fail each of them."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(
+        self, service: ResponsesService, body: CreateResponseBody, project: str
+    ) -> AsyncIterator[bytes]:
+        """Open a streamed turn; return its SSE bytes, or raise what stopped it opening."""
+        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        ready.add_done_callback(_consume_exception)
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        task = asyncio.create_task(_run(service, body, project, ready, queue.put_nowait))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        await asyncio.shield(ready)
+        return _drain(queue)
+
+    async def finish(self, grace: float) -> None:
+        """Let streams finish for ``grace`` seconds, then cancel (and so fail) the rest."""
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(set(self._tasks), timeout=grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            logger.warning("shutdown: %d streamed turn(s) cut and stored as failed", len(pending))
+            await asyncio.wait(pending)
+
+
+def _consume_exception(future: asyncio.Future[None]) -> None:
+    # The handler that awaited it may be gone with its client; the error is then moot.
+    if not future.cancelled():
+        future.exception()
+
+
+async def _drain(queue: asyncio.Queue[bytes | None]) -> AsyncIterator[bytes]:
+    while (chunk := await queue.get()) is not None:
+        yield chunk
+
+
+async def _run(
+    service: ResponsesService,
+    body: CreateResponseBody,
+    project: str,
+    ready: asyncio.Future[None],
+    put: Callable[[bytes | None], None],
+) -> None:
+    try:
+        async with (
+            service.turn(body, project) as turn,
+            turn.upstream.open(turn.upstream_request, stream=True) as events,
+        ):
+            await service.save_started(turn)
+            ready.set_result(None)
+            await _pump(service, turn, events, put)
+    except BaseException as error:
+        if ready.done():
+            if not isinstance(error, asyncio.CancelledError):
+                logger.exception("streamed turn ended with an error after it was stored")
+            raise
+        if isinstance(error, Exception):
+            ready.set_exception(error)
+        else:
+            ready.cancel()
+            raise
+
+
+async def _pump(
+    service: ResponsesService,
+    turn: Turn,
+    events: UpstreamStream,
+    put: Callable[[bytes | None], None],
+) -> None:
+    numbers = itertools.count()
+
+    def emit(event: dict[str, Any]) -> None:
+        put(sse({**event, "sequence_number": next(numbers)}))
+
+    started = response_object(turn.record, store=turn.store)
+    emit({"type": "response.created", "response": started})
+    emit({"type": "response.in_progress", "response": started})
+    result: TurnResult | None = None
+    cancelled = False
+    try:
+        async with asyncio.timeout(turn.max_stream_seconds):
+            async for event in events:
+                if isinstance(event, TurnResult):
+                    result = event
+                else:
+                    emit(event)
+    except TimeoutError:
+        result = failed_result(
+            f"The answer took longer than the limit of {turn.max_stream_seconds:g} seconds."
+        )
+    except asyncio.CancelledError:
+        cancelled = True
+        result = failed_result("The gateway shut down before the response was complete.")
+    except Exception:
+        logger.exception("the stream of %s broke", turn.record.id)
+    record = service.finished(turn.record, result or failed_result("The response broke off."))
+    try:
+        await service.save_finished(turn, record, started=True)
+    except Exception as error:
+        logger.error("streamed response %s could not be stored: %s", turn.record.id, error)
+        reason = getattr(error, "message", type(error).__name__)
+        record = service.finished(
+            turn.record, failed_result(f"The response could not be stored: {reason}")
+        )
+        try:
+            await service.save_finished(turn, record, started=True)
+        except Exception:
+            logger.error("response %s stays in_progress until the sweep fails it", turn.record.id)
+    emit(
+        {
+            "type": TERMINAL_EVENTS[record.status],
+            "response": response_object(record, store=turn.store),
+        }
+    )
+    put(None)
+    if cancelled:
+        raise asyncio.CancelledError
