@@ -142,7 +142,11 @@ async def run(requests: int, concurrency: int, depths: list[int]) -> None:
                     ]
                 messages.append({"role": "user", "content": "measure"})
                 for stream in (False, True):
-                    chat_body = {"model": "m", "messages": messages, "stream": stream}
+                    chat_body: dict[str, Any] = {
+                        "model": "m",
+                        "messages": messages,
+                        "stream": stream,
+                    }
                     if stream:
                         chat_body["stream_options"] = {"include_usage": True}
                     gw_body = {

@@ -12,7 +12,9 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
@@ -33,7 +35,9 @@ def make_turn(n: int, parent: str | None) -> StoredResponse:
     return StoredResponse(
         id=f"resp_{n:08d}",
         previous_response_id=parent,
-        request=RequestSnapshot(model="bench", input=f"question {n}: {TEXT}"),
+        request=RequestSnapshot.model_validate(
+            {"model": "bench", "input": f"question {n}: {TEXT}"}
+        ),
         response=ResponseSnapshot(
             output=[
                 {
@@ -69,11 +73,20 @@ async def stored_bytes(store: SessionStore, dsn: str | None) -> int | None:
     return None
 
 
-async def drop_postgres_tables(dsn: str) -> None:
+@asynccontextmanager
+async def throwaway_schema(dsn: str) -> AsyncIterator[str]:
+    """A DSN whose tables live in a fresh schema, dropped with everything in it after."""
     import psycopg
+    from psycopg.conninfo import make_conninfo
 
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        await conn.execute("DROP TABLE IF EXISTS responses, schema_version")
+        await conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield make_conninfo(dsn, options=f"-c search_path={schema}")
+    finally:
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            await conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 async def measure(
@@ -97,23 +110,25 @@ async def measure(
 
 async def main(depths: list[int], repeat: int, dsn: str | None) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        backends: dict[str, Callable[[int], SessionStore]] = {
-            "memory": lambda depth: MemoryStore(max_depth=depth),
-            "sqlite": lambda depth: SQLiteStore(Path(folder) / f"{depth}.db", max_depth=depth),
-        }
-        if dsn:
-            from session.postgres import PostgresStore
-
-            backends["postgres"] = lambda depth: PostgresStore(dsn, max_depth=depth)
+        backends = ["memory", "sqlite", *(["postgres"] if dsn else [])]
         print(f"{'backend':<8} {'depth':>6} {'resolve ms':>11} {'ms/turn':>9} {'bytes/turn':>11}")
-        for name, open_store in backends.items():
+        for name in backends:
             base: float | None = None
             for depth in depths:
-                store = open_store(depth)
-                seconds, per_turn = await measure(store, depth, repeat, dsn)
-                await store.close()
-                if name == "postgres":
-                    await drop_postgres_tables(dsn or "")
+                if name == "postgres" and dsn:
+                    from session.postgres import PostgresStore
+
+                    async with throwaway_schema(dsn) as schema_dsn:
+                        store: SessionStore = PostgresStore(schema_dsn, max_depth=depth)
+                        seconds, per_turn = await measure(store, depth, repeat, schema_dsn)
+                        await store.close()
+                else:
+                    if name == "memory":
+                        store = MemoryStore(max_depth=depth)
+                    else:
+                        store = SQLiteStore(Path(folder) / f"{depth}.db", max_depth=depth)
+                    seconds, per_turn = await measure(store, depth, repeat, None)
+                    await store.close()
                 base = base or seconds / depth
                 bytes_text = f"{per_turn:11.0f}" if per_turn is not None else f"{'-':>11}"
                 print(
@@ -130,7 +145,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--postgres",
         metavar="DSN",
-        help="also measure PostgreSQL, in this (empty) database; its tables are dropped after",
+        help="also measure PostgreSQL, in throwaway schemas of this database",
     )
     args = parser.parse_args()
     anyio.run(main, [int(d) for d in args.depths.split(",")], args.repeat, args.postgres)

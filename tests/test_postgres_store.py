@@ -60,7 +60,7 @@ async def test_a_hand_written_cycle_is_reported(postgres_dsn: str) -> None:
 @pytest.mark.anyio
 async def test_a_database_outage_is_unavailable_then_recovers(postgres_dsn: str) -> None:
     params = conninfo_to_dict(postgres_dsn)
-    proxy = TcpProxy(str(params.get("host", "127.0.0.1")), int(params.get("port", 5432)))
+    proxy = TcpProxy(str(params.get("host", "127.0.0.1")), int(str(params.get("port", 5432))))
     proxy.start()
     store = PostgresStore(
         make_conninfo(postgres_dsn, host="127.0.0.1", port=proxy.port), connect_timeout=1
@@ -90,7 +90,7 @@ def test_the_gateway_answers_503_while_the_database_is_down(
     postgres_dsn: str, tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
 ) -> None:
     params = conninfo_to_dict(postgres_dsn)
-    proxy = TcpProxy(str(params.get("host", "127.0.0.1")), int(params.get("port", 5432)))
+    proxy = TcpProxy(str(params.get("host", "127.0.0.1")), int(str(params.get("port", 5432))))
     proxy.start()
     dsn = make_conninfo(postgres_dsn, host="127.0.0.1", port=proxy.port)
     session = {"backend": "postgres", "postgres": {"dsn": dsn, "connect_timeout_seconds": 1}}

@@ -51,7 +51,7 @@ def translate_stream(document: dict[str, Any]) -> dict[str, Any]:
     translator = ChatTranslator(names)
     events = [event for chunk in document["chunks"] for event in translator.chunk(chunk)]
     closing, result = translator.finish()
-    return stable_ids(
+    translated: dict[str, Any] = stable_ids(
         {
             "events": events + closing,
             "result": {
@@ -62,6 +62,7 @@ def translate_stream(document: dict[str, Any]) -> dict[str, Any]:
             },
         }
     )
+    return translated
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in GOLDEN.glob("chat_stream_*.json")))
