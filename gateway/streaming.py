@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from session import SaveConflict, StoredResponse
+
 from .response_object import response_object
 from .upstream import Event, TurnResult, UpstreamStream
 from .upstream.results import failed_result
@@ -27,6 +29,9 @@ if TYPE_CHECKING:
     from .request_body import CreateResponseBody
 
 logger = logging.getLogger("gateway.streaming")
+
+RETRY_SECONDS = 1.0
+RETRIES = 60
 
 TERMINAL_EVENTS = {
     "completed": "response.completed",
@@ -89,6 +94,7 @@ async def _run(
     ready: asyncio.Future[None],
     put: Callable[[bytes | None], None],
 ) -> None:
+    unsaved: StoredResponse | None = None
     try:
         async with (
             service.turn(body, project) as turn,
@@ -96,7 +102,7 @@ async def _run(
         ):
             await service.save_started(turn)
             ready.set_result(None)
-            await _pump(service, turn, events, put)
+            unsaved = await _pump(service, turn, events, put)
     except BaseException as error:
         if ready.done():
             if not isinstance(error, asyncio.CancelledError):
@@ -107,6 +113,26 @@ async def _run(
         else:
             ready.cancel()
             raise
+    if unsaved is not None:
+        await _store_failure(service, unsaved)
+
+
+async def _store_failure(service: ResponsesService, record: StoredResponse) -> None:
+    """Keep trying to replace the ``in_progress`` row by its failure while the store is down.
+
+    The client has its ``response.failed`` already; this makes the store agree. Past the
+    retries the sweep of stale turns does it.
+    """
+    for _ in range(RETRIES):
+        await asyncio.sleep(RETRY_SECONDS)
+        try:
+            await service.store.save(record, overwrite=True)
+            return
+        except SaveConflict:
+            return  # finished meanwhile (by the sweep): nothing left to correct
+        except Exception as error:
+            logger.debug("response %s still not stored as failed: %s", record.id, error)
+    logger.error("response %s stays in_progress until the sweep fails it", record.id)
 
 
 async def _pump(
@@ -114,7 +140,12 @@ async def _pump(
     turn: Turn,
     events: UpstreamStream,
     put: Callable[[bytes | None], None],
-) -> None:
+) -> StoredResponse | None:
+    """Relay the upstream's events; store the end; send the terminal event.
+
+    Returns the failed record still to be stored when the store refused both the
+    finished turn and its failure.
+    """
     numbers = itertools.count()
 
     def emit(event: dict[str, Any]) -> None:
@@ -124,6 +155,7 @@ async def _pump(
     emit({"type": "response.created", "response": started})
     emit({"type": "response.in_progress", "response": started})
     result: TurnResult | None = None
+    unsaved: StoredResponse | None = None
     cancelled = False
     try:
         async with asyncio.timeout(turn.max_stream_seconds):
@@ -153,7 +185,7 @@ async def _pump(
         try:
             await service.save_finished(turn, record, started=True)
         except Exception:
-            logger.error("response %s stays in_progress until the sweep fails it", turn.record.id)
+            unsaved = record if turn.store else None
     emit(
         {
             "type": TERMINAL_EVENTS[record.status],
@@ -163,3 +195,4 @@ async def _pump(
     put(None)
     if cancelled:
         raise asyncio.CancelledError
+    return unsaved

@@ -56,7 +56,8 @@ WITH RECURSIVE chain(id, parent, depth) AS (
     FROM responses r JOIN chain ON r.id = chain.parent
     WHERE r.project = %(project)s AND chain.depth <= %(max_depth)s
 )
-SELECT r.id, r.previous_response_id, r.status, r.request -> 'input', r.response -> 'output'
+SELECT r.id, r.previous_response_id, r.status,
+       coalesce(r.request -> 'input', '[]'), coalesce(r.response -> 'output', '[]')
 FROM (SELECT DISTINCT id FROM chain) c
 JOIN responses r ON r.project = %(project)s AND r.id = c.id
 """

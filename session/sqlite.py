@@ -61,7 +61,8 @@ WITH RECURSIVE chain(id, parent) AS (
     LIMIT :limit
 )
 SELECT r.id, r.previous_response_id, r.status,
-       json_extract(r.request, '$.input'), json_extract(r.response, '$.output')
+       coalesce(json_extract(r.request, '$.input'), '[]'),
+       coalesce(json_extract(r.response, '$.output'), '[]')
 FROM chain JOIN responses r ON r.project = :project AND r.id = chain.id
 """
 

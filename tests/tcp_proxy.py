@@ -9,7 +9,10 @@ from .servers import free_port
 
 
 class TcpProxy:
-    """Forwards 127.0.0.1:``port`` to ``target``; ``stop()`` refuses and drops connections."""
+    """Forwards 127.0.0.1:``port`` to ``target``; ``stop()`` refuses and drops connections.
+
+    ``pause()`` plays a stalled network: connections stay open but no byte moves.
+    """
 
     def __init__(self, target_host: str, target_port: int) -> None:
         self.port = free_port()
@@ -19,6 +22,8 @@ class TcpProxy:
         self._thread.start()
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
 
     def _call(self, coro: object) -> None:
         asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=10)  # type: ignore[arg-type]
@@ -26,6 +31,7 @@ class TcpProxy:
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while data := await reader.read(65536):
+                await self._flowing.wait()
                 writer.write(data)
                 await writer.drain()
         except (ConnectionError, OSError):
@@ -53,6 +59,18 @@ class TcpProxy:
         for writer in self._writers:
             writer.transport.abort()
         self._writers.clear()
+
+    async def _set_flowing(self, flowing: bool) -> None:
+        if flowing:
+            self._flowing.set()
+        else:
+            self._flowing.clear()
+
+    def pause(self) -> None:
+        self._call(self._set_flowing(False))
+
+    def resume(self) -> None:
+        self._call(self._set_flowing(True))
 
     def start(self) -> None:
         self._call(self._start())

@@ -1,0 +1,187 @@
+"""A misbehaving upstream, on both wires, streamed and not: each fault is reported truthfully.
+
+Each case asserts the client's status and body, what was stored, and that the chain can
+still continue from the parent the failed turn was built on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from gateway import create_app, parse_config
+
+from .misbehaving_upstream import misbehaving_app
+from .servers import serve
+
+SECRET_HEADER = "X-Org-Secret"
+SECRET_VALUE = "org-secret-value-42"
+
+COMMON_FAULTS = [
+    "html_502",
+    "html_200",
+    "empty",
+    "rate_limited",
+    "unavailable",
+    "long_error",
+    "huge",
+    "drip",
+]
+CHAT_FAULTS = [
+    "malformed",
+    "no_choices",
+    "bad_tool_calls",
+    "content_object",
+    "error_text",
+    "list_body",
+]
+RESPONSES_FAULTS = ["malformed", "content_string", "error_text", "list_body"]
+STREAM_FAULTS = [
+    "cut",
+    "no_done",
+    "empty_stream",
+    "malformed",
+    "not_json",
+    "error_event",
+    "idle",
+    "endless",
+    "huge_stream",
+]
+CHAT_STREAM_FAULTS = ["finish_no_done", "bad_tool_calls"]
+
+
+def _provider(wire: str, url: str) -> dict[str, Any]:
+    return {
+        "wire_api": wire,
+        "base_url": f"{url}/v1",
+        "api_key": "sk-misbehaving-0123456789",
+        "headers": {SECRET_HEADER: SECRET_VALUE},
+        "timeout_seconds": 1.0,
+        "stream_idle_timeout_seconds": 0.5,
+        "max_stream_seconds": 1.5,
+        "max_response_bytes": 64 * 1024,
+    }
+
+
+@pytest.fixture(scope="module")
+def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    names = {*COMMON_FAULTS, *CHAT_FAULTS, *RESPONSES_FAULTS, *STREAM_FAULTS, *CHAT_STREAM_FAULTS}
+    models: dict[str, Any] = {}
+    for fault in names:
+        models[f"chat-{fault}"] = {"provider": "bad-chat", "upstream_model": fault}
+        models[f"resp-{fault}"] = {"provider": "bad-resp", "upstream_model": fault}
+    with serve(misbehaving_app()) as upstream:
+        config = parse_config(
+            {
+                "session": {"sqlite": {"path": str(tmp_path_factory.mktemp("faults") / "s.db")}},
+                "providers": {
+                    "bad-chat": _provider("chat_completions", upstream),
+                    "bad-resp": _provider("responses", upstream),
+                    "echo": {"wire_api": "echo"},
+                },
+                "models": models,
+                "default_provider": "echo",
+            },
+            env={},
+        )
+        with serve(create_app(config)) as url:
+            yield url
+
+
+def _client(url: str) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=f"{url}/v1", api_key="k", max_retries=0, _strict_response_validation=True
+    )
+
+
+def _parent(url: str) -> str:
+    return _client(url).responses.create(model="echo", input="the parent").id
+
+
+def _assert_parent_continues(url: str, parent: str) -> None:
+    child = _client(url).responses.create(
+        model="echo", input="after the fault", previous_response_id=parent
+    )
+    assert child.status == "completed"
+    assert child.output_text == "echo: after the fault | earlier: the parent"
+
+
+def _expected(fault: str) -> tuple[int, str]:
+    return {
+        "html_502": (502, "upstream_error"),
+        "rate_limited": (429, "rate_limit_exceeded"),
+        "unavailable": (503, "upstream_unavailable"),
+        "long_error": (400, "upstream_rejected"),
+        "drip": (504, "upstream_timeout"),
+    }.get(fault, (502, "upstream_invalid_response"))
+
+
+@pytest.mark.parametrize(
+    "model",
+    [f"{wire}-{fault}" for wire in ("chat", "resp") for fault in COMMON_FAULTS]
+    + [f"chat-{fault}" for fault in CHAT_FAULTS]
+    + [f"resp-{fault}" for fault in RESPONSES_FAULTS],
+)
+def test_non_streamed_faults_are_http_errors_and_store_nothing(
+    gateway_url: str, model: str
+) -> None:
+    parent = _parent(gateway_url)
+    body = {"model": model, "input": "x", "previous_response_id": parent}
+    response = httpx.post(f"{gateway_url}/v1/responses", json=body, timeout=30)
+    status, code = _expected(model.split("-", 1)[1])
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["code"] == code
+    assert len(error["message"]) < 1200
+    assert SECRET_VALUE not in response.text and "sk-misbehaving" not in response.text
+    if model.endswith("rate_limited"):
+        assert response.headers["retry-after"] == "7"
+    if model.endswith("unavailable"):
+        assert response.headers["retry-after"] == "11"
+    _assert_parent_continues(gateway_url, parent)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [f"{wire}-{fault}" for wire in ("chat", "resp") for fault in STREAM_FAULTS]
+    + [f"chat-{fault}" for fault in CHAT_STREAM_FAULTS]
+    + [
+        f"{wire}-{fault}"
+        for wire in ("chat", "resp")
+        for fault in ("html_200", "empty", "huge", "drip")
+    ],
+)
+def test_broken_streams_end_failed_and_are_stored_failed(gateway_url: str, model: str) -> None:
+    parent = _parent(gateway_url)
+    client = _client(gateway_url)
+    events = list(
+        client.responses.create(model=model, input="x", previous_response_id=parent, stream=True)
+    )
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    terminal = [
+        e
+        for e in events
+        if e.type in ("response.completed", "response.incomplete", "response.failed")
+    ]
+    assert [e.type for e in terminal] == ["response.failed"]
+    assert events[-1].type == "response.failed"
+    failed = events[-1].response
+    assert failed.status == "failed" and failed.error is not None
+    assert SECRET_VALUE not in failed.error.message
+    assert client.responses.retrieve(failed.id).status == "failed"
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.responses.create(model="echo", input="y", previous_response_id=failed.id)
+    assert refused.value.code == "turn_not_continuable"
+    _assert_parent_continues(gateway_url, parent)
+
+
+def test_a_streamed_error_status_is_a_plain_http_error(gateway_url: str) -> None:
+    body = {"model": "chat-unavailable", "input": "x", "stream": True}
+    response = httpx.post(f"{gateway_url}/v1/responses", json=body, timeout=30)
+    assert response.status_code == 503 and response.headers["retry-after"] == "11"
+    assert response.json()["error"]["code"] == "upstream_unavailable"
