@@ -8,10 +8,11 @@ that is down makes calls raise :class:`StoreUnavailable`; the pool reconnects by
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection
@@ -63,6 +64,45 @@ JOIN responses r ON r.project = %(project)s AND r.id = c.id
 """
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _consume(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+def bounded(
+    method: Callable[Concatenate[PostgresStore, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[PostgresStore, P], Coroutine[Any, Any, T]]:
+    """Give up on a call after the store's deadline, without waiting for its clean-up.
+
+    A stalled network answers nothing, not even the cancellation of a query or the
+    rollback that follows it: those finish (or fail) in the background while the
+    caller already has its :class:`StoreUnavailable`.
+    """
+
+    @functools.wraps(method)
+    async def call(store: PostgresStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        task = asyncio.ensure_future(method(store, *args, **kwargs))
+        try:
+            done, _ = await asyncio.wait({task}, timeout=store.deadline)
+        except asyncio.CancelledError:
+            task.cancel()
+            task.add_done_callback(_consume)
+            raise
+        if task in done:
+            return task.result()
+        task.cancel()
+        task.add_done_callback(_consume)
+        raise StoreUnavailable(
+            f"The session database did not answer within {store.deadline:g} seconds."
+        )
+
+    return call
+
+
 def _row(record: StoredResponse) -> tuple[Any, ...]:
     data = record.model_dump(mode="json")
     return (
@@ -97,9 +137,9 @@ class PostgresStore:
         statement_timeout: float = 10.0,
     ) -> None:
         self._max_depth = max_depth
-        # A stalled database answers nothing, not even the server-side timeout's error:
-        # the client gives up a little later on its own.
-        self._deadline = connect_timeout + statement_timeout + 1.0
+        # A stalled network carries not even the server-side timeout's error: each call
+        # gives up a little later on its own (see ``bounded``).
+        self.deadline = connect_timeout + statement_timeout + 1.0
         timeout_ms = int(statement_timeout * 1000)
 
         async def configure(conn: AsyncConnection[tuple[Any, ...]]) -> None:
@@ -124,17 +164,11 @@ class PostgresStore:
     async def _connection(self) -> AsyncIterator[AsyncConnection[tuple[Any, ...]]]:
         """A pooled connection inside a transaction; database outages become 503s."""
         try:
-            async with asyncio.timeout(self._deadline):
-                if not self._ready:
-                    await self._open()
-                async with self._pool.connection() as conn, conn.transaction():
-                    yield conn
-        except (
-            psycopg.OperationalError,
-            psycopg.InterfaceError,
-            PoolTimeout,
-            TimeoutError,
-        ) as error:
+            if not self._ready:
+                await self._open()
+            async with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except (psycopg.OperationalError, psycopg.InterfaceError, PoolTimeout) as error:
             raise StoreUnavailable(
                 f"The session database is unavailable ({type(error).__name__})."
             ) from None
@@ -150,6 +184,7 @@ class PostgresStore:
                 self.schema_version = await migrate(conn)
             self._ready = True
 
+    @bounded
     async def get(self, project: str, response_id: str) -> StoredResponse:
         async with self._connection() as conn:
             cursor = await conn.execute(
@@ -161,6 +196,7 @@ class PostgresStore:
             raise ResponseNotFound(response_id)
         return _record(row)
 
+    @bounded
     async def save(
         self,
         record: StoredResponse,
@@ -191,6 +227,7 @@ class PostgresStore:
         except psycopg.IntegrityError as error:
             raise SaveConflict(record.id, f"the database refused it ({error.sqlstate}).") from None
 
+    @bounded
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
         params = {"project": project, "id": response_id, "max_depth": self._max_depth}
         async with self._connection() as conn:
@@ -199,6 +236,7 @@ class PostgresStore:
         turns = {row[0]: ChainTurn(row[0], row[1], row[2], row[3], row[4]) for row in rows}
         return assemble_chain(response_id, turns, self._max_depth)
 
+    @bounded
     async def list_input_items(
         self,
         project: str,
@@ -219,6 +257,7 @@ class PostgresStore:
             raise ResponseNotFound(response_id)
         return page_items(row[0], after=after, before=before, limit=limit, order=order)
 
+    @bounded
     async def delete(self, project: str, response_id: str) -> None:
         async with self._connection() as conn:
             cursor = await conn.execute(
@@ -229,6 +268,7 @@ class PostgresStore:
 
     # -- conversations -----------------------------------------------------------------
 
+    @bounded
     async def create_conversation(
         self, conversation: Conversation, items: list[Item]
     ) -> list[Item]:
@@ -236,26 +276,31 @@ class PostgresStore:
             await conversations.insert(conn, conversation)
             return await conversations.append(conn, conversation.project, conversation.id, items)
 
+    @bounded
     async def get_conversation(self, project: str, conversation_id: str) -> Conversation:
         async with self._connection() as conn:
             return await conversations.load(conn, project, conversation_id)
 
+    @bounded
     async def update_conversation(
         self, project: str, conversation_id: str, metadata: dict[str, str]
     ) -> Conversation:
         async with self._connection() as conn:
             return await conversations.update(conn, project, conversation_id, metadata)
 
+    @bounded
     async def delete_conversation(self, project: str, conversation_id: str) -> None:
         async with self._connection() as conn:
             await conversations.delete(conn, project, conversation_id)
 
+    @bounded
     async def append_items(
         self, project: str, conversation_id: str, items: list[Item]
     ) -> list[Item]:
         async with self._connection() as conn:
             return await conversations.append(conn, project, conversation_id, items)
 
+    @bounded
     async def list_items(
         self,
         project: str,
@@ -268,18 +313,22 @@ class PostgresStore:
         async with self._connection() as conn:
             return await conversations.page(conn, project, conversation_id, after, limit, order)
 
+    @bounded
     async def conversation_items(self, project: str, conversation_id: str) -> list[Item]:
         async with self._connection() as conn:
             return await conversations.all_items(conn, project, conversation_id)
 
+    @bounded
     async def get_item(self, project: str, conversation_id: str, item_id: str) -> Item:
         async with self._connection() as conn:
             return await conversations.get_item(conn, project, conversation_id, item_id)
 
+    @bounded
     async def delete_item(self, project: str, conversation_id: str, item_id: str) -> None:
         async with self._connection() as conn:
             await conversations.delete_item(conn, project, conversation_id, item_id)
 
+    @bounded
     async def fail_stale(self, before: float, error: Item) -> int:
         async with self._connection() as conn:
             cursor = await conn.execute(
@@ -290,6 +339,7 @@ class PostgresStore:
             )
             return cursor.rowcount
 
+    @bounded
     async def ping(self) -> None:
         async with self._connection() as conn:
             await conn.execute("SELECT 1")

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from gateway import create_app
@@ -169,7 +168,7 @@ def test_turns_left_in_progress_by_a_crash_are_failed_at_the_next_start(
         created_at=time.time() - 86_400,
         request=RequestSnapshot.model_validate({"model": "echo", "input": "lost"}),
     )
-    with sqlite_gateway(fake_upstream, path) as (url, store):
+    with sqlite_gateway(fake_upstream, path):
         pass
     with closing(sqlite3.connect(path)) as conn:
         conn.execute(
@@ -183,7 +182,7 @@ def test_turns_left_in_progress_by_a_crash_are_failed_at_the_next_start(
             ),
         )
         conn.commit()
-    with sqlite_gateway(fake_upstream, path) as (url, store):
+    with sqlite_gateway(fake_upstream, path) as (url, _):
         for _ in range(100):  # bounded wait for the start-up sweep
             stored = httpx.get(f"{url}/v1/responses/resp_crashed").json()
             if stored["status"] == "failed":
@@ -207,7 +206,7 @@ def test_a_stalled_postgres_is_503_within_its_timeouts(
     dsn = make_conninfo(postgres_dsn, host="127.0.0.1", port=proxy.port)
     session = {
         "backend": "postgres",
-        "postgres": {"dsn": dsn, "connect_timeout_seconds": 1, "statement_timeout_seconds": 1},
+        "postgres": {"dsn": dsn, "connect_timeout_seconds": 1, "statement_timeout_seconds": 0.5},
     }
     config = gateway_config(fake_upstream[1], tmp_path / "unused.db", session=session)
     try:
