@@ -13,6 +13,41 @@ from .errors import APIError, invalid_request
 
 MESSAGE_ROLES = frozenset({"user", "assistant", "system", "developer"})
 TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
+ITEM_TYPES = frozenset(
+    {
+        "message",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "web_search_call",
+        "function_call",
+        "function_call_output",
+        "tool_search_call",
+        "tool_search_output",
+        "additional_tools",
+        "configuration_update",
+        "reasoning",
+        "compaction",
+        "compaction_trigger",
+        "image_generation_call",
+        "code_interpreter_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "mcp_call",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "item_reference",
+        "program",
+        "program_output",
+    }
+)
 TOOL_CHOICE_MODES = frozenset({"none", "auto", "required"})
 HOSTED_TOOL_CHOICES = frozenset(
     {
@@ -69,7 +104,7 @@ def _required_str(obj: dict[str, Any], key: str, param: str) -> str:
 
 
 def _one_of(value: Any, choices: frozenset[str], param: str) -> None:
-    if value is not None and value not in choices:
+    if value is not None and (not isinstance(value, str) or value not in choices):
         raise _value_error(param, f"expected one of {', '.join(sorted(choices))}, got {value!r}.")
 
 
@@ -100,19 +135,25 @@ def _check_output(item: dict[str, Any], param: str) -> None:
 
 
 def check_item(item: Any, param: str) -> None:
-    """One input item (OpenAI's shapes); unknown item types keep only the generic checks."""
+    """One input item of a type OpenAI knows, with the fields the gateway reads checked."""
     if not isinstance(item, dict):
         raise _type_error(param, "an object")
     kind = item.get("type", "message")
     if not isinstance(kind, str):
         raise _type_error(f"{param}.type", "a string")
+    if kind not in ITEM_TYPES:
+        raise _value_error(f"{param}.type", f"unknown input item type {kind!r}.")
     _optional(item, "id", str, param, "a string")
     _optional(item, "status", str, param, "a string")
     if kind == "message":
-        if item.get("role") not in MESSAGE_ROLES:
-            raise _value_error(
-                f"{param}.role", f"expected one of {', '.join(sorted(MESSAGE_ROLES))}."
+        role = item.get("role")
+        if role is None:
+            raise invalid_request(
+                f"Missing required parameter: '{param}.role'.",
+                param=f"{param}.role",
+                code="missing_required_parameter",
             )
+        _one_of(role, MESSAGE_ROLES, f"{param}.role")
         check_content(item.get("content"), f"{param}.content")
     elif kind in ("function_call", "custom_tool_call"):
         _required_str(item, "call_id", param)
@@ -130,6 +171,8 @@ def check_item(item: Any, param: str) -> None:
         _optional(item, "encrypted_content", str, param, "a string")
     elif kind == "item_reference":
         _required_str(item, "id", param)
+    elif kind.endswith("_output"):
+        _required_str(item, "call_id", param)
 
 
 def check_items(items: list[Any], name: str) -> list[dict[str, Any]]:

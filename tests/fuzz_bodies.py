@@ -1,0 +1,179 @@
+"""Hypothesis strategies for hostile request bodies and query strings.
+
+Bodies start from valid requests and replace one field, or one item, with values of any
+JSON type, including deep nesting, NUL characters, lone surrogates, huge numbers and
+floats that are not finite (sent as the JSON-ish tokens ``NaN`` and ``Infinity``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from hypothesis import strategies as st
+
+TEXT = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["", "\x00", "\ud800", "a\udfffb", "²", "-1", "1e999", "resp_x", "conv_x"]),
+)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    TEXT,
+)
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(TEXT, children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def deep(levels: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+HOSTILE = st.one_of(JSON_VALUES, st.integers(60, 80).map(deep))
+
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "system", "developer"]), "content": TEXT}
+)
+ITEM_TYPES = [
+    "message",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "reasoning",
+    "item_reference",
+    "computer_call_output",
+]
+ITEM_FIELDS = [
+    "id",
+    "role",
+    "content",
+    "call_id",
+    "name",
+    "arguments",
+    "output",
+    "input",
+    "summary",
+    "status",
+]
+
+
+@st.composite
+def items(draw: st.DrawFn) -> Any:
+    """An item of a known type with some fields hostile, or any value at all."""
+    if draw(st.booleans()):
+        return draw(HOSTILE)
+    item: dict[str, Any] = {"type": draw(st.sampled_from(ITEM_TYPES))}
+    for field in draw(st.lists(st.sampled_from(ITEM_FIELDS), max_size=4, unique=True)):
+        item[field] = draw(st.one_of(HOSTILE, st.lists(MESSAGE, max_size=2)))
+    if item["type"] == "message" and "content" in item and draw(st.booleans()):
+        item["content"] = [{"type": "input_text", "text": draw(HOSTILE)}]
+    return item
+
+
+RESPONSE_FIELDS = [
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "text",
+    "reasoning",
+    "metadata",
+    "previous_response_id",
+    "conversation",
+    "store",
+    "stream",
+    "temperature",
+    "top_p",
+    "max_output_tokens",
+    "parallel_tool_calls",
+    "truncation",
+    "user",
+    "include",
+    "background",
+]
+TOOLS = st.one_of(
+    st.lists(
+        st.fixed_dictionaries(
+            {"type": st.sampled_from(["function", "custom", "namespace", "web_search"])},
+            optional={"name": HOSTILE, "parameters": HOSTILE, "tools": HOSTILE, "strict": HOSTILE},
+        ),
+        max_size=3,
+    ),
+    HOSTILE,
+)
+TOOL_CHOICES = st.one_of(
+    st.sampled_from(["auto", "none", "required", "invalid_choice"]),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["function", "allowed_tools", "mcp", "file_search", "bogus"])},
+        optional={"name": HOSTILE, "mode": HOSTILE, "tools": HOSTILE},
+    ),
+    HOSTILE,
+)
+TEXT_CONFIGS = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "format": st.fixed_dictionaries(
+                {"type": st.sampled_from(["text", "json_schema", "x"])},
+                optional={"name": HOSTILE, "schema": HOSTILE},
+            )
+        }
+    ),
+    HOSTILE,
+)
+
+
+@st.composite
+def response_bodies(draw: st.DrawFn) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": draw(st.sampled_from(["echo", "chat-model"])),
+        "input": draw(st.one_of(TEXT, st.lists(st.one_of(MESSAGE, items()), max_size=3))),
+    }
+    for field in draw(st.lists(st.sampled_from(RESPONSE_FIELDS), max_size=3, unique=True)):
+        if field == "tools":
+            body[field] = draw(TOOLS)
+        elif field == "tool_choice":
+            body[field] = draw(TOOL_CHOICES)
+        elif field == "text":
+            body[field] = draw(TEXT_CONFIGS)
+        elif field == "stream":
+            body[field] = draw(st.one_of(st.booleans(), HOSTILE))
+        else:
+            body[field] = draw(HOSTILE)
+    return body
+
+
+def encode(body: Any) -> bytes:
+    """JSON as a careless client writes it: non-finite floats become NaN/Infinity tokens."""
+    return json.dumps(body, allow_nan=True).encode()
+
+
+def has_non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(has_non_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_non_finite(v) for v in value)
+    return False
+
+
+QUERY_VALUES = st.one_of(
+    st.sampled_from(["²", "-1", "0", "101", "1e3", "", "asc", "desc", "\x00", "%00", "20"]),
+    st.text(max_size=6),
+)
+QUERIES = st.dictionaries(
+    st.sampled_from(["limit", "order", "after", "before", "include"]), QUERY_VALUES, max_size=3
+)
