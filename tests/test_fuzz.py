@@ -58,9 +58,9 @@ def client(
     fake_upstream: tuple[FakeUpstream, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[httpx.Client]:
     db: Path = tmp_path_factory.mktemp("fuzz") / "s.db"
-    with serve(create_app(gateway_config(fake_upstream[1], db))) as url:
-        with httpx.Client(base_url=url, timeout=30) as http:
-            yield http
+    app = create_app(gateway_config(fake_upstream[1], db))
+    with serve(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        yield http
 
 
 def check(response: httpx.Response, errors: ErrorLog) -> Any:
