@@ -8,12 +8,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-import uvicorn
-
 from session import BackendNotInstalled, check_backend_installed
 
-from .app import create_app
 from .config import ConfigError, GatewayConfig, load_config
+from .server import GatewayServer
 
 DEFAULT_CONFIG = "config.yaml"
 
@@ -57,12 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.port is not None:
         config.server.port = args.port
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    uvicorn.run(
-        create_app(config),
-        host=config.server.host,
-        port=config.server.port,
-        log_level=args.log_level,
-    )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per upstream call is noise
+    GatewayServer(config, args.log_level).run()
     return 0
 
 

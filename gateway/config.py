@@ -36,10 +36,11 @@ class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
     body_timeout_seconds: float = Field(default=30.0, gt=0)
-    keep_alive_seconds: float = Field(default=5.0, gt=0)
+    keep_alive_seconds: int = Field(default=5, ge=1)
     max_connections: int = Field(default=1000, ge=1)
-    shutdown_grace_seconds: float = Field(default=30.0, ge=0)
+    shutdown_grace_seconds: int = Field(default=30, ge=0)
     allowed_hosts: list[str] | None = None
 
     def hosts_allowed(self) -> list[str]:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
+import httpx
 import uvicorn
 from starlette.types import ASGIApp
 
@@ -37,3 +41,34 @@ def serve(app: ASGIApp, port: int | None = None) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+
+
+def start_instance(config: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    log = config.parent / f"gateway-{port}.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gateway",
+                "serve",
+                "--config",
+                str(config),
+                "--port",
+                str(port),
+            ],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):  # bounded wait for start-up
+        if process.poll() is not None:
+            raise RuntimeError(log.read_text())
+        try:
+            httpx.get(f"{url}/healthz", timeout=1)
+            return process, url
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("the gateway did not start")

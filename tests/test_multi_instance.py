@@ -2,52 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 from openai import OpenAI
 
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream
-from .servers import free_port
-
-
-def start_instance(config: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    log = config.parent / f"gateway-{port}.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gateway",
-                "serve",
-                "--config",
-                str(config),
-                "--port",
-                str(port),
-            ],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):  # bounded wait for start-up
-        if process.poll() is not None:
-            raise RuntimeError(log.read_text())
-        try:
-            httpx.get(f"{url}/healthz", timeout=1)
-            return process, url
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    process.kill()
-    raise RuntimeError("the gateway did not start")
+from .servers import start_instance
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -1,0 +1,109 @@
+"""Serving the app with uvicorn, bounded: header, body, keep-alive and connection limits.
+
+uvicorn closes idle keep-alive connections and answers 503 past ``limit_concurrency``,
+but it waits forever for a request head that arrives a byte at a time (slowloris). The
+protocol below closes a connection whose request head is not complete in time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .app import create_app
+from .config import GatewayConfig
+
+
+class HeadTimeoutProtocol(H11Protocol):
+    """HTTP/1.1 that gives each request head ``head_timeout`` seconds from its first byte."""
+
+    head_timeout = 10.0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    def _waiting_for_head(self) -> bool:
+        return self.cycle is None or self.cycle.response_complete
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        if self._head_timer is None and self._waiting_for_head():
+            self._arm()
+        super().data_received(data)
+        if not self._waiting_for_head():
+            self._disarm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        self._head_timer = self.loop.call_later(self.head_timeout, self._head_too_slow)
+
+    def _disarm(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        if self._waiting_for_head() and not self.transport.is_closing():
+            self.transport.close()
+
+
+# Time for streams cut at the end of the grace period to store their failure and send it.
+_FAILURE_FLUSH_SECONDS = 5
+
+
+class GatewayServer(uvicorn.Server):
+    """uvicorn, plus a shutdown that ends streamed turns while their clients still listen.
+
+    uvicorn waits for open responses, then cuts them; the gateway's streams are told to
+    finish at the same moment, so that past the grace period each client still receives
+    its ``response.failed`` before the connection closes.
+    """
+
+    def __init__(self, config: GatewayConfig, log_level: str = "info") -> None:
+        self.app = create_app(config)
+        self.grace = config.server.shutdown_grace_seconds
+        super().__init__(uvicorn_config(config, self.app, log_level))
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        service = getattr(self.app.state, "service", None)
+        finishing = None
+        if service is not None:
+            finishing = asyncio.create_task(service.streams.finish(self.grace))
+        await super().shutdown(sockets)
+        if finishing is not None:
+            await finishing
+
+
+def uvicorn_config(
+    config: GatewayConfig, app: Starlette, log_level: str = "info"
+) -> uvicorn.Config:
+    """The uvicorn settings ``server:`` asks for, around ``app``."""
+    settings = config.server
+    protocol = type(
+        "GatewayHTTPProtocol",
+        (HeadTimeoutProtocol,),
+        {"head_timeout": settings.header_timeout_seconds},
+    )
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        http=protocol,
+        timeout_keep_alive=settings.keep_alive_seconds,
+        limit_concurrency=settings.max_connections,
+        timeout_graceful_shutdown=settings.shutdown_grace_seconds + _FAILURE_FLUSH_SECONDS,
+    )
