@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import socket
 import subprocess
 import sys
@@ -43,7 +44,15 @@ def serve(app: ASGIApp, port: int | None = None) -> Iterator[str]:
         thread.join(timeout=30)
 
 
-def start_instance(config: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_instance(
+    config: Path, *, max_open_files: int | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``gateway serve`` in a process of its own; its log is beside ``config``."""
+
+    def limit_files() -> None:
+        if max_open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (max_open_files, max_open_files))
+
     port = free_port()
     log = config.parent / f"gateway-{port}.log"
     with log.open("wb") as output:
@@ -60,6 +69,7 @@ def start_instance(config: Path) -> tuple[subprocess.Popen[bytes], str]:
             ],
             stdout=output,
             stderr=subprocess.STDOUT,
+            preexec_fn=limit_files,
         )
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):  # bounded wait for start-up

@@ -119,6 +119,35 @@ def test_past_the_connection_limit_requests_get_503_then_recover(
     assert httpx.get(f"{url}/healthz").status_code == 200
 
 
+def test_running_out_of_file_descriptors_is_quiet_and_recovers(
+    tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
+) -> None:
+    config = write_config(tmp_path / "config.yaml", fake_upstream[1], header_timeout_seconds=5)
+    process, url = start_instance(config, max_open_files=64)
+    try:
+        flood = []
+        for _ in range(200):
+            try:
+                flood.append(connect(url))
+            except OSError:
+                break
+        time.sleep(1)
+        for sock in flood:
+            sock.close()
+        for _ in range(100):  # bounded wait until descriptors are free again
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        assert httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    log = next(tmp_path.glob("gateway-*.log")).read_text()
+    assert len(log.splitlines()) < 50, log[:2000]
+
+
 def test_cross_site_requests_are_refused(instance: tuple[Any, str]) -> None:
     url = instance[1]
     body = json.dumps({"model": "echo", "input": "x"})
