@@ -178,6 +178,7 @@ async def responses(request: Request) -> Response:
             "output": [{**_MESSAGE, "content": "just a string"}],
         },
         "error_text": {"error": "text", "output": "none"},
+        "no_output": {"status": "completed", "padding": "an object, but not a response"},
         "list_body": [1, 2, 3],
     }
     return _json(whole[fault])

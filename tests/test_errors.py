@@ -17,7 +17,7 @@ from starlette.routing import Route
 from gateway import create_app
 
 from .conftest import Gateway, gateway_config
-from .fake_upstream import UPSTREAM_KEY, Reply
+from .fake_upstream import UPSTREAM_KEY, FakeUpstream, Reply
 from .servers import free_port, serve
 
 
@@ -176,3 +176,31 @@ def test_unreachable_and_slow_upstreams(tmp_path: Path, hanging_upstream: str) -
             f"{url}/v1/responses", json={"model": "slow-model", "input": "x", "stream": True}
         )
         assert assert_error(streamed, 504)["code"] == "upstream_timeout"
+
+
+def test_a_full_upstream_pool_is_503_upstream_busy(
+    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
+) -> None:
+    fake, url = fake_upstream
+    fake.replies.clear()
+    config = gateway_config(url, tmp_path / "x.db")
+    config.providers["fake-chat"] = config.providers["fake-chat"].model_copy(
+        update={"max_connections": 1, "pool_timeout_seconds": 0.2}
+    )
+    fake.script(Reply(text="holding the only connection", delay=0.5))
+    body = {"model": "chat-model", "input": "x", "stream": True}
+    with serve(create_app(config)) as gateway_url:
+        with httpx.stream("POST", f"{gateway_url}/v1/responses", json=body, timeout=30) as held:
+            lines = held.iter_lines()
+            next(lines)
+            busy = httpx.post(
+                f"{gateway_url}/v1/responses", json={"model": "chat-model", "input": "y"}
+            )
+            error = assert_error(busy, 503)
+            assert error["code"] == "upstream_busy" and busy.headers["retry-after"] == "1"
+            assert [line for line in lines if "response.completed" in line]
+        again = httpx.post(
+            f"{gateway_url}/v1/responses", json={"model": "chat-model", "input": "z"}
+        )
+        assert again.status_code == 200
+    fake.replies.clear()

@@ -39,7 +39,7 @@ CHAT_FAULTS = [
     "error_text",
     "list_body",
 ]
-RESPONSES_FAULTS = ["malformed", "content_string", "error_text", "list_body"]
+RESPONSES_FAULTS = ["malformed", "content_string", "error_text", "list_body", "no_output"]
 STREAM_FAULTS = [
     "cut",
     "no_done",

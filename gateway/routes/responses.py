@@ -17,8 +17,7 @@ SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 async def create_response(request: Request) -> Response:
     svc = service(request)
-    raw = await read_body(request)
-    body = parse_create_body(raw)
+    body = parse_create_body(await read_body(request))  # the raw bytes are freed here
     if body.stream:
         chunks = await svc.stream(body, project(request))
         return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)

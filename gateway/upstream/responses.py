@@ -46,9 +46,9 @@ def check_response(response: Any) -> dict[str, Any]:
     if not isinstance(response, dict):
         raise MalformedResponse("the response is not an object")
     output = response.get("output")
-    if output is not None and not isinstance(output, list):
-        raise MalformedResponse("'output' is not a list")
-    for index, item in enumerate(output or []):
+    if not isinstance(output, list):
+        raise MalformedResponse("'output' is missing or not a list")
+    for index, item in enumerate(output):
         check_item(item, f"output[{index}]")
     for key in ("usage", "error", "incomplete_details"):
         if response.get(key) is not None and not isinstance(response[key], dict):
