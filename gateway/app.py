@@ -7,7 +7,6 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -22,7 +21,7 @@ from .maintenance import fail_stale_turns
 from .middleware import AllowedHostsMiddleware, JSONOnlyMiddleware
 from .pipeline import ResponsesService
 from .routes import conversations, meta, responses
-from .upstream import UnsupportedInput, UpstreamError
+from .upstream import ProviderClient, UnsupportedInput, UpstreamError
 
 logger = logging.getLogger("gateway")
 
@@ -59,24 +58,14 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     ).response()
 
 
-def _client(
-    config: GatewayConfig, name: str, transport: httpx.AsyncBaseTransport | None
-) -> httpx.AsyncClient:
-    size = config.providers[name].max_connections
-    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-    return httpx.AsyncClient(transport=transport, limits=limits)
-
-
 def create_app(
     config: GatewayConfig,
     *,
     store: SessionStore | None = None,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> Starlette:
     """Build the gateway; the store, HTTP clients and upkeep run in the app's lifespan.
 
-    ``store`` replaces the configured backend (the caller then owns and closes it);
-    ``transport`` carries every upstream request (e.g. an ``httpx.MockTransport``).
+    ``store`` replaces the configured backend (the caller then owns and closes it).
     """
 
     @asynccontextmanager
@@ -87,7 +76,7 @@ def create_app(
                 opened = build_store(config.session)
                 stack.push_async_callback(opened.close)
             clients = {
-                name: await stack.enter_async_context(_client(config, name, transport))
+                name: await stack.enter_async_context(ProviderClient.connect(name, provider))
                 for name, provider in config.providers.items()
                 if provider.wire_api != "echo"
             }

@@ -55,7 +55,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.port is not None:
         config.server.port = args.port
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per upstream call is noise
     GatewayServer(config, args.log_level).run()
     return 0
 

@@ -8,8 +8,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from session import (
     ConversationNotFound,
     Item,
@@ -27,7 +25,7 @@ from .locks import KeyedLocks
 from .request_body import CreateResponseBody
 from .response_object import response_object
 from .streaming import StreamedTurns
-from .upstream import TurnResult, Upstream, build_upstream
+from .upstream import ProviderClient, TurnResult, Upstream, build_upstream
 
 # Top-level fields the gateway consumes itself and never sends upstream.
 _GATEWAY_FIELDS = frozenset(
@@ -61,7 +59,7 @@ class ResponsesService:
         self,
         store: SessionStore,
         config: GatewayConfig,
-        clients: Mapping[str, httpx.AsyncClient],
+        clients: Mapping[str, ProviderClient],
     ) -> None:
         self.store = store
         self.config = config

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import httpx
-
 from ..config import Route
 from .base import Upstream, UpstreamStream
 from .chat_completions import ChatCompletionsUpstream
 from .echo import EchoUpstream
 from .errors import UnsupportedInput, UpstreamError
+from .http import ProviderClient
 from .responses import ResponsesUpstream
 from .results import Event, TurnResult
 
 __all__ = [
     "Event",
+    "ProviderClient",
     "TurnResult",
     "UnsupportedInput",
     "Upstream",
@@ -23,11 +23,11 @@ __all__ = [
 ]
 
 
-def build_upstream(route: Route, client: httpx.AsyncClient | None) -> Upstream:
+def build_upstream(route: Route, client: ProviderClient | None) -> Upstream:
     """The adapter for ``route``'s provider (cheap: made per request)."""
     wire = route.provider.wire_api
     if client is not None and wire == "chat_completions":
-        return ChatCompletionsUpstream(client, route.provider_name, route.provider)
+        return ChatCompletionsUpstream(client)
     if client is not None and wire == "responses":
-        return ResponsesUpstream(client, route.provider_name, route.provider)
+        return ResponsesUpstream(client)
     return EchoUpstream()

@@ -5,15 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import httpx
+import aiohttp
 import orjson
 
-from ..config import ProviderSettings
 from .base import UpstreamStream
 from .chat_request import to_chat_request
 from .chat_response import ChatTranslator, MalformedAnswer
 from .errors import UpstreamError, UpstreamInvalidResponse
-from .http import describe_stream_failure, fetch_json, open_events, scrub
+from .http import ProviderClient, describe_stream_failure, scrub
 from .results import Event, Item, TurnResult
 
 
@@ -22,19 +21,17 @@ class UpstreamReportedError(Exception):
 
 
 class ChatCompletionsUpstream:
-    def __init__(self, client: httpx.AsyncClient, name: str, settings: ProviderSettings) -> None:
+    def __init__(self, client: ProviderClient) -> None:
         self._client = client
-        self._name = name
-        self._settings = settings
+        self._name = client.name
+        self._settings = client.settings
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
         chat = to_chat_request(request, model=request["model"], stream=stream)
         translator = ChatTranslator(chat.tool_names)
         if not stream:
-            body = await fetch_json(
-                self._client, self._name, self._settings, "/chat/completions", chat.payload
-            )
+            body = await self._client.fetch_json("/chat/completions", chat.payload)
             try:
                 events = translator.completion(body)
             except MalformedAnswer as error:
@@ -45,9 +42,7 @@ class ChatCompletionsUpstream:
             closing, result = translator.finish()
             yield _replay([*events, *closing], result)
             return
-        async with open_events(
-            self._client, self._name, self._settings, "/chat/completions", chat.payload
-        ) as data:
+        async with self._client.open_events("/chat/completions", chat.payload) as data:
             yield self._stream(data, translator)
 
     async def _stream(self, data: AsyncIterator[str], translator: ChatTranslator) -> UpstreamStream:
@@ -80,7 +75,7 @@ class ChatCompletionsUpstream:
             closing, result = translator.fail(
                 f"The upstream provider '{self._name}' sent an invalid stream chunk: {error}."
             )
-        except (httpx.HTTPError, UpstreamError, ValueError) as error:
+        except (aiohttp.ClientError, TimeoutError, UpstreamError, ValueError) as error:
             closing, result = translator.fail(describe_stream_failure(self._name, error))
         else:
             closing, result = translator.finish()

@@ -11,15 +11,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
+import aiohttp
 import orjson
 
 from session import new_item_id
 
-from ..config import ProviderSettings
 from .base import UpstreamStream
 from .errors import UpstreamError, UpstreamInvalidResponse
-from .http import describe_stream_failure, fetch_json, open_events, scrub
+from .http import ProviderClient, describe_stream_failure, scrub
 from .results import Event, Item, TurnResult, complete_usage, failed_result
 
 # The gateway sends its own lifecycle events; the upstream's are read, not forwarded.
@@ -106,17 +105,16 @@ def upstream_payload(request: Item, stream: bool) -> Item:
 
 
 class ResponsesUpstream:
-    def __init__(self, client: httpx.AsyncClient, name: str, settings: ProviderSettings) -> None:
+    def __init__(self, client: ProviderClient) -> None:
         self._client = client
-        self._name = name
-        self._settings = settings
+        self._name = client.name
+        self._settings = client.settings
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
         payload = upstream_payload(request, stream)
-        args = (self._client, self._name, self._settings, "/responses", payload)
         if not stream:
-            body = await fetch_json(*args)
+            body = await self._client.fetch_json("/responses", payload)
             try:
                 result = IdMap().result(body)
             except MalformedResponse as error:
@@ -126,7 +124,7 @@ class ResponsesUpstream:
                 ) from None
             yield _one(result)
             return
-        async with open_events(*args) as data:
+        async with self._client.open_events("/responses", payload) as data:
             yield self._stream(data)
 
     async def _stream(self, data: AsyncIterator[str]) -> UpstreamStream:
@@ -162,7 +160,7 @@ class ResponsesUpstream:
                 f"The upstream provider '{self._name}' sent an invalid event: {error}.", done
             )
             return
-        except (httpx.HTTPError, UpstreamError, ValueError) as error:
+        except (aiohttp.ClientError, TimeoutError, UpstreamError, ValueError) as error:
             yield failed_result(describe_stream_failure(self._name, error), done)
             return
         yield failed_result(
