@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from .errors import SaveConflict
 from .models import StoredResponse
 
 
-def check_save(record: StoredResponse, existing: StoredResponse | None, *, overwrite: bool) -> None:
+class StoredTurn(Protocol):
+    """What the policy reads of the record already stored under the id."""
+
+    @property
+    def previous_response_id(self) -> str | None: ...
+
+    @property
+    def status(self) -> str: ...
+
+
+def check_save(record: StoredResponse, existing: StoredTurn | None, *, overwrite: bool) -> None:
     """Raise :class:`SaveConflict` if writing ``record`` over ``existing`` is refused.
 
     1. a record with this id exists and ``overwrite`` is not set (two turns never share

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
-
-import anyio.to_thread
-import sqlite_utils
+from typing import Any
 
 from . import sqlite_conversations as conversations
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
 from .conversations import Conversation
-from .errors import ResponseNotFound, StoreUnavailable
+from .errors import ResponseNotFound, SaveConflict
 from .models import (
     ChainTurn,
     Item,
@@ -29,9 +24,7 @@ from .models import (
 )
 from .paging import Order, page_items
 from .policy import check_save
-from .sqlite_schema import migrate
-
-T = TypeVar("T")
+from .sqlite_connections import SQLiteConnections
 
 _COLUMN_NAMES = (
     "project",
@@ -97,12 +90,18 @@ def _from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredResponse:
     )
 
 
+@dataclass(frozen=True)
+class _Existing:
+    previous_response_id: str | None
+    status: str
+
+
 class SQLiteStore:
     """A store in one SQLite file (WAL journal, busy timeout, versioned schema).
 
-    One connection serves the store; calls run on worker threads, one at a time, so the
-    event loop never blocks on the disk. Writes take the file's write lock first
-    (``BEGIN IMMEDIATE``), so the save policy sees what other processes committed.
+    Writes take the file's write lock first (``BEGIN IMMEDIATE``), so the save policy
+    sees what other processes committed; see :mod:`session.sqlite_connections` for where
+    statements run.
     """
 
     def __init__(
@@ -112,77 +111,19 @@ class SQLiteStore:
         max_depth: int = DEFAULT_MAX_DEPTH,
         busy_timeout_ms: int = 5000,
     ) -> None:
-        self._path = None if str(path) == ":memory:" else Path(path)
-        if self._path is not None:
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
-        self.db = sqlite_utils.Database(conn, execute_plugins=False)
-        self.schema_version = migrate(self.db)
-        self._identity = self._file_identity()
+        self._db = SQLiteConnections(path, busy_timeout_ms)
+        self.schema_version = self._db.schema_version
         self._max_depth = max_depth
-        self._lock = threading.Lock()
 
     @property
     def connection(self) -> sqlite3.Connection:
-        """The underlying connection (tests trace its statements)."""
-        return self.db.conn
+        """The connection that writes (tests play faults on it)."""
+        return self._db.writer
 
-    def _file_identity(self) -> tuple[int, int] | None:
-        if self._path is None:
-            return None
-        try:
-            stat = os.stat(self._path)
-        except OSError:
-            return (-1, -1)
-        return (stat.st_dev, stat.st_ino)
-
-    def _check_file(self) -> None:
-        """Refuse to go on when the file was removed or replaced under the open connection.
-
-        SQLite would keep writing to the unlinked file and report success: every such
-        write would be lost at the next start.
-        """
-        if self._identity is not None and self._file_identity() != self._identity:
-            raise StoreUnavailable(
-                f"The session database file {self._path} was removed or replaced; "
-                "restore it or restart the gateway."
-            )
-
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        def locked() -> T:
-            with self._lock:
-                try:
-                    self._check_file()
-                    return fn(self.db.conn)
-                except sqlite3.IntegrityError:
-                    raise
-                except (sqlite3.OperationalError, sqlite3.DatabaseError) as error:
-                    raise StoreUnavailable(
-                        f"The session database cannot be used ({error})."
-                    ) from None
-                except sqlite3.ProgrammingError:
-                    raise StoreUnavailable("The session database is closed.") from None
-
-        return await anyio.to_thread.run_sync(locked)
-
-    async def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        def transaction(conn: sqlite3.Connection) -> T:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(conn)
-                self._check_file()
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            return result
-
-        return await self._run(transaction)
+    @property
+    def read_connection(self) -> sqlite3.Connection:
+        """The connection that reads (tests trace its statements)."""
+        return self._db.reader
 
     @staticmethod
     def _select(conn: sqlite3.Connection, project: str, response_id: str) -> StoredResponse | None:
@@ -193,7 +134,7 @@ class SQLiteStore:
         return None if row is None else _from_row(row)
 
     async def get(self, project: str, response_id: str) -> StoredResponse:
-        record = await self._run(lambda conn: self._select(conn, project, response_id))
+        record = await self._db.read(lambda conn: self._select(conn, project, response_id))
         if record is None:
             raise ResponseNotFound(response_id)
         return record
@@ -208,27 +149,33 @@ class SQLiteStore:
         row = _to_row(record)
 
         def write(conn: sqlite3.Connection) -> None:
-            check_save(
-                record,
-                self._select(conn, record.project, record.id),
-                overwrite=overwrite,
-            )
+            existing = None
+            if overwrite:
+                found = conn.execute(
+                    "SELECT previous_response_id, status FROM responses"
+                    " WHERE project = ? AND id = ?",
+                    (record.project, record.id),
+                ).fetchone()
+                existing = None if found is None else _Existing(found[0], found[1])
+            check_save(record, existing, overwrite=overwrite)
             if conversation_items is not None and record.conversation_id is not None:
                 conversations.append(
                     conn, record.project, record.conversation_id, conversation_items
                 )
-            conn.execute(
-                f"INSERT OR REPLACE INTO responses ({_COLUMNS}) VALUES ({_PLACEHOLDERS})", row
-            )
+            verb = "INSERT OR REPLACE" if existing is not None else "INSERT"
+            conn.execute(f"{verb} INTO responses ({_COLUMNS}) VALUES ({_PLACEHOLDERS})", row)
 
-        await self._write(write)
+        try:
+            await self._db.write(write)
+        except sqlite3.IntegrityError:
+            raise SaveConflict(record.id, "a response with this id already exists.") from None
 
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
         def read(conn: sqlite3.Connection) -> list[Any]:
             params = {"project": project, "id": response_id, "limit": self._max_depth + 1}
             return conn.execute(_CHAIN_SQL, params).fetchall()
 
-        rows = await self._run(read)
+        rows = await self._db.read(read)
         turns = {
             row[0]: ChainTurn(row[0], row[1], row[2], json.loads(row[3]), json.loads(row[4]))
             for row in rows
@@ -257,7 +204,7 @@ class SQLiteStore:
             )
             return cursor.rowcount
 
-        if await self._write(remove) == 0:
+        if await self._db.write(remove) == 0:
             raise ResponseNotFound(response_id)
 
     # -- conversations -----------------------------------------------------------------
@@ -269,25 +216,27 @@ class SQLiteStore:
             conversations.insert(conn, conversation)
             return conversations.append(conn, conversation.project, conversation.id, items)
 
-        return await self._write(create)
+        return await self._db.write(create)
 
     async def get_conversation(self, project: str, conversation_id: str) -> Conversation:
-        return await self._run(lambda c: conversations.load(c, project, conversation_id))
+        return await self._db.read(lambda c: conversations.load(c, project, conversation_id))
 
     async def update_conversation(
         self, project: str, conversation_id: str, metadata: dict[str, str]
     ) -> Conversation:
-        return await self._write(
+        return await self._db.write(
             lambda c: conversations.update(c, project, conversation_id, metadata)
         )
 
     async def delete_conversation(self, project: str, conversation_id: str) -> None:
-        await self._write(lambda c: conversations.delete(c, project, conversation_id))
+        await self._db.write(lambda c: conversations.delete(c, project, conversation_id))
 
     async def append_items(
         self, project: str, conversation_id: str, items: list[Item]
     ) -> list[Item]:
-        return await self._write(lambda c: conversations.append(c, project, conversation_id, items))
+        return await self._db.write(
+            lambda c: conversations.append(c, project, conversation_id, items)
+        )
 
     async def list_items(
         self,
@@ -298,20 +247,22 @@ class SQLiteStore:
         limit: int = 20,
         order: Order = "desc",
     ) -> ItemPage:
-        return await self._run(
+        return await self._db.read(
             lambda c: conversations.page(c, project, conversation_id, after, limit, order)
         )
 
     async def conversation_items(self, project: str, conversation_id: str) -> list[Item]:
-        return await self._run(lambda c: conversations.all_items(c, project, conversation_id))
+        return await self._db.read(lambda c: conversations.all_items(c, project, conversation_id))
 
     async def get_item(self, project: str, conversation_id: str, item_id: str) -> Item:
-        return await self._run(
+        return await self._db.read(
             lambda c: conversations.get_item(c, project, conversation_id, item_id)
         )
 
     async def delete_item(self, project: str, conversation_id: str, item_id: str) -> None:
-        await self._write(lambda c: conversations.delete_item(c, project, conversation_id, item_id))
+        await self._db.write(
+            lambda c: conversations.delete_item(c, project, conversation_id, item_id)
+        )
 
     async def fail_stale(self, before: float, error: Item) -> int:
         def sweep(conn: sqlite3.Connection) -> int:
@@ -323,11 +274,10 @@ class SQLiteStore:
             )
             return cursor.rowcount
 
-        return await self._write(sweep)
+        return await self._db.write(sweep)
 
     async def ping(self) -> None:
-        await self._run(lambda conn: conn.execute("SELECT 1").fetchone())
+        await self._db.read(lambda conn: conn.execute("SELECT 1").fetchone())
 
     async def close(self) -> None:
-        with self._lock:
-            self.db.conn.close()
+        await self._db.close()

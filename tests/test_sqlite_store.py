@@ -26,9 +26,9 @@ async def test_the_chain_is_read_with_one_statement(tmp_path: Path) -> None:
         await store.save(turn(f"r{n}", parent))
         parent = f"r{n}"
     statements: list[str] = []
-    store.connection.set_trace_callback(statements.append)
+    store.read_connection.set_trace_callback(statements.append)
     chain = await store.resolve_chain("default", "r49")
-    store.connection.set_trace_callback(None)
+    store.read_connection.set_trace_callback(None)
     assert len(chain.turns) == 50
     assert len(statements) == 1, statements
     await store.close()

@@ -6,7 +6,6 @@ machine builds every output item and every stream event, streamed or not.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,6 +39,19 @@ def custom_input(arguments: str) -> str:
         return arguments
     value = parsed.get("input") if isinstance(parsed, dict) else None
     return value if isinstance(value, str) else arguments
+
+
+def snapshot(item: Item) -> Item:
+    """A copy of ``item`` as it is now: later appends to its text do not reach it.
+
+    Items are flat but for their list of content (or summary) parts, which are flat too;
+    that is all the builder ever changes, so copying two levels is enough.
+    """
+    copied = dict(item)
+    for key in ("content", "summary"):
+        if isinstance(copied.get(key), list):
+            copied[key] = [dict(part) for part in copied[key]]
+    return copied
 
 
 class OutputBuilder:
@@ -105,7 +117,7 @@ class OutputBuilder:
         details = {"reason": reason} if reason else None
         result = TurnResult(
             status=status,
-            output=copy.deepcopy(self.output),
+            output=self.output,
             usage=usage,
             incomplete_details=details,
         )
@@ -114,7 +126,7 @@ class OutputBuilder:
     def fail(self, message: str) -> tuple[list[Event], TurnResult]:
         """Close what is open as incomplete and return a failed result."""
         events = self._close_all("incomplete")
-        return events, failed_result(message, copy.deepcopy(self.output))
+        return events, failed_result(message, self.output)
 
     # -- items -------------------------------------------------------------------------
 
@@ -133,7 +145,7 @@ class OutputBuilder:
         return index, {
             "type": "response.output_item.added",
             "output_index": index,
-            "item": copy.deepcopy(item),
+            "item": snapshot(item),
         }
 
     def _open_reasoning(self) -> list[Event]:
@@ -157,7 +169,7 @@ class OutputBuilder:
         index, added = self._add(item)
         self._text_index = index
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        self.output[index]["content"].append(copy.deepcopy(part))
+        self.output[index]["content"].append(dict(part))
         return [*events, added, self._part_event("response.content_part.added", index, part)]
 
     def _open_tool_call(self, position: int, call_id: str | None, name: str | None) -> list[Event]:
@@ -230,7 +242,7 @@ class OutputBuilder:
         return [self._item_done(index)]
 
     def _item_done(self, index: int) -> Event:
-        item = copy.deepcopy(self.output[index])
+        item = snapshot(self.output[index])
         return {"type": "response.output_item.done", "output_index": index, "item": item}
 
     # -- event shapes ------------------------------------------------------------------
@@ -258,5 +270,5 @@ class OutputBuilder:
             "item_id": self.output[index]["id"],
             "output_index": index,
             "content_index": 0,
-            "part": copy.deepcopy(part),
+            "part": dict(part),
         }

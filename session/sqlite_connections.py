@@ -1,0 +1,167 @@
+"""How the SQLite backend runs its statements: writes on the event loop, reads beside it.
+
+A write is a short transaction on a WAL file whose commits are not synced: running it
+inline costs a fraction of handing it to a thread. It never waits on the loop, though:
+the writer connection's busy timeout is zero, and a write that finds another process
+holding the file's lock is retried on the worker thread with the configured timeout.
+Reads (a long chain can take many milliseconds) run on one worker thread with a
+connection of their own, and so do the WAL checkpoints that commits would otherwise do
+inline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+import sqlite_utils
+
+from .errors import StoreUnavailable
+from .sqlite_schema import migrate
+
+T = TypeVar("T")
+
+CHECKPOINT_EVERY_WRITES = 500
+
+
+def _connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+class _Busy(Exception):
+    """Another process holds the file's write lock."""
+
+
+class SQLiteConnections:
+    """The writer and reader connections of one database file, and the thread they share."""
+
+    def __init__(self, path: str | Path, busy_timeout_ms: int) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._busy_timeout_ms = int(busy_timeout_ms)
+        self.writer = _connect(str(path), self._busy_timeout_ms)
+        self.schema_version = migrate(sqlite_utils.Database(self.writer, execute_plugins=False))
+        self.writer.execute("PRAGMA busy_timeout = 0")
+        self.writer.execute("PRAGMA wal_autocheckpoint = 0")
+        self.reader = _connect(str(path), self._busy_timeout_ms)
+        self._identity = self._file_identity()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
+        self._write_lock = asyncio.Lock()
+        self._writes = 0
+
+    # -- the file under the connections ------------------------------------------------
+
+    def _file_identity(self) -> tuple[int, int]:
+        try:
+            stat = os.stat(self.path)
+        except OSError:
+            return (-1, -1)
+        return (stat.st_dev, stat.st_ino)
+
+    def _check_file(self) -> None:
+        """Refuse to go on when the file was removed or replaced under the open connections.
+
+        SQLite would keep writing to the unlinked file and report success: every such
+        write would be lost at the next start.
+        """
+        if self._file_identity() != self._identity:
+            raise StoreUnavailable(
+                f"The session database file {self.path} was removed or replaced; "
+                "restore it or restart the gateway."
+            )
+
+    def _guarded(self, fn: Callable[[], T]) -> T:
+        """Run ``fn``; the database's own failures become :class:`StoreUnavailable`."""
+        try:
+            self._check_file()
+            return fn()
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode == sqlite3.SQLITE_BUSY:
+                raise _Busy from None
+            raise StoreUnavailable(f"The session database cannot be used ({error}).") from None
+        except sqlite3.DatabaseError as error:
+            raise StoreUnavailable(f"The session database cannot be used ({error}).") from None
+        except sqlite3.ProgrammingError:
+            raise StoreUnavailable("The session database is closed.") from None
+
+    async def _on_thread(self, fn: Callable[[], T]) -> T:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
+        except RuntimeError as error:  # the executor is shut down: the store is closed
+            raise StoreUnavailable(f"The session database is closed ({error}).") from None
+
+    # -- reads and writes --------------------------------------------------------------
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run a read on the worker thread."""
+
+        def call() -> T:
+            try:
+                return self._guarded(lambda: fn(self.reader))
+            except _Busy:
+                raise StoreUnavailable("The session database stayed locked.") from None
+
+        return await self._on_thread(call)
+
+    def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self.writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(conn)
+            self._check_file()
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return result
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, inline unless the file is locked."""
+        async with self._write_lock:
+            try:
+                result = self._guarded(lambda: self._transaction(fn))
+            except _Busy:
+                result = await self._on_thread(self._waiting_write(fn))
+        self._writes += 1
+        if self._writes % CHECKPOINT_EVERY_WRITES == 0:
+            self._thread.submit(self._checkpoint)
+        return result
+
+    def _waiting_write(self, fn: Callable[[sqlite3.Connection], T]) -> Callable[[], T]:
+        def call() -> T:
+            self.writer.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+            try:
+                return self._guarded(lambda: self._transaction(fn))
+            except _Busy:
+                raise StoreUnavailable(
+                    f"The session database stayed locked for {self._busy_timeout_ms} ms."
+                ) from None
+            finally:
+                self.writer.execute("PRAGMA busy_timeout = 0")
+
+        return call
+
+    def _checkpoint(self) -> None:
+        # A failed checkpoint is left to the next one; a failing store reports itself on
+        # its own calls.
+        with contextlib.suppress(sqlite3.Error):
+            self.reader.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    async def close(self) -> None:
+        self._thread.shutdown(wait=True)
+        self.reader.close()
+        self.writer.close()
