@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.responses import JSONResponse
-
 from session import (
     ChainError,
     ConversationNotFound,
@@ -22,6 +20,7 @@ from session import (
     StoreUnavailable,
 )
 
+from .json_response import JSONResponse
 from .upstream.errors import (
     UnsupportedInput,
     UpstreamAuthFailed,

@@ -17,6 +17,7 @@ from session import (
     SessionStore,
     StoredResponse,
     new_id,
+    normalise_input,
 )
 
 from .config import GatewayConfig
@@ -99,16 +100,22 @@ class ResponsesService:
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))
             history = await self._history(body, project)
-            snapshot = RequestSnapshot.model_validate(
-                {key: getattr(body, key) for key in RequestSnapshot.model_fields}
-            )
-            record = StoredResponse(
+            # The body is validated already: the records are built without validating again.
+            fields = {key: getattr(body, key) for key in RequestSnapshot.model_fields}
+            fields["input"] = normalise_input(body.input)
+            snapshot = RequestSnapshot.model_construct(**fields)
+            record = StoredResponse.model_construct(
                 id=new_id("resp"),
                 previous_response_id=body.previous_response_id,
                 conversation_id=body.conversation_id,
                 project=project,
                 status="in_progress",
+                created_at=time.time(),
+                completed_at=None,
                 request=snapshot,
+                response=ResponseSnapshot.model_construct(
+                    output=[], usage=None, error=None, incomplete_details=None
+                ),
                 metadata={"user": body.user} if body.user else {},
             )
             upstream_request: dict[str, Any] = {
@@ -137,7 +144,7 @@ class ResponsesService:
             update={
                 "status": result.status,
                 "completed_at": time.time(),
-                "response": ResponseSnapshot(
+                "response": ResponseSnapshot.model_construct(
                     output=result.output,
                     usage=result.usage,
                     error=result.error,

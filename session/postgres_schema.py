@@ -53,6 +53,11 @@ MIGRATIONS: list[str] = [
     CREATE INDEX responses_unfinished ON responses (created_at)
         WHERE status IN ('in_progress', 'queued');
     """,
+    # No query looks turns up by parent or by conversation; every index costs each insert.
+    """
+    DROP INDEX responses_parent;
+    DROP INDEX responses_conversation;
+    """,
 ]
 
 

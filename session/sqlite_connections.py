@@ -81,10 +81,11 @@ class SQLiteConnections:
                 "restore it or restart the gateway."
             )
 
-    def _guarded(self, fn: Callable[[], T]) -> T:
+    def _guarded(self, fn: Callable[[], T], *, check_file: bool = True) -> T:
         """Run ``fn``; the database's own failures become :class:`StoreUnavailable`."""
         try:
-            self._check_file()
+            if check_file:
+                self._check_file()
             return fn()
         except sqlite3.IntegrityError:
             raise
@@ -133,7 +134,8 @@ class SQLiteConnections:
         """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, inline unless the file is locked."""
         async with self._write_lock:
             try:
-                result = self._guarded(lambda: self._transaction(fn))
+                # ``_transaction`` checks the file before it commits.
+                result = self._guarded(lambda: self._transaction(fn), check_file=False)
             except _Busy:
                 result = await self._on_thread(self._waiting_write(fn))
         self._writes += 1
@@ -145,7 +147,7 @@ class SQLiteConnections:
         def call() -> T:
             self.writer.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
             try:
-                return self._guarded(lambda: self._transaction(fn))
+                return self._guarded(lambda: self._transaction(fn), check_file=False)
             except _Busy:
                 raise StoreUnavailable(
                     f"The session database stayed locked for {self._busy_timeout_ms} ms."

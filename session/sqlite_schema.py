@@ -62,10 +62,17 @@ def _v3_unfinished_index(db: sqlite_utils.Database) -> None:
     )
 
 
+def _v4_drop_unread_indexes(db: sqlite_utils.Database) -> None:
+    # No query looks turns up by parent or by conversation; every index costs each insert.
+    db.execute("DROP INDEX idx_responses_project_previous_response_id")
+    db.execute("DROP INDEX idx_responses_project_conversation_id")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_responses,
     _v2_conversations,
     _v3_unfinished_index,
+    _v4_drop_unread_indexes,
 ]
 
 

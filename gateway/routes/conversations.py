@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any, Literal, cast
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from session import Conversation, ItemPage, new_id
 
+from ..json_response import JSONResponse
 from ..request_body import (
     CreateConversationBody,
     CreateItemsBody,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from session import SessionError
 
 from ..errors import RETRY_AFTER_SECONDS
+from ..json_response import JSONResponse
 from .common import service
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Literal, cast
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from ..json_response import JSONResponse
 from ..request_body import parse_create_body
 from ..response_object import response_object
 from .common import project, query_choice, query_int, read_body, service
