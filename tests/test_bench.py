@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 
-from bench import overhead, storage
+from bench import compare, storage
 
 from .conftest import POSTGRES_DSN_VARIABLE
 
@@ -21,7 +22,11 @@ async def test_the_storage_benchmark_runs(capsys: pytest.CaptureFixture[str]) ->
         assert sum(line.startswith(backend) for line in table.splitlines()) == 2
 
 
-@pytest.mark.anyio
-async def test_the_overhead_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    await overhead.run(requests=6, concurrency=2, depths=[1])
-    assert "gateway" in capsys.readouterr().out
+def test_the_side_by_side_benchmark_runs() -> None:
+    if shutil.which("wrk") is None:
+        pytest.skip("bench.compare needs wrk: apt-get install wrk (.ci/run installs it)")
+    report = compare.run(seconds=1, dsn=None, godex=None, soak_seconds=0)
+    rows = [line for line in report.splitlines() if line.startswith("| ") and "req/s" in line]
+    assert len(rows) == len(compare.LOADS)
+    assert all("errors" not in row for row in rows), report
+    assert "depth 10,000" in report

@@ -1,0 +1,395 @@
+"""Side by side: the fake upstream alone, this gateway on each store, and GodeX.
+
+    python -m bench.compare [--seconds 10] [--postgres DSN] [--godex PATH] [--soak-seconds 0]
+
+Every process runs on this machine: a fast fake Chat Completions upstream, each target in
+a process of its own on its default settings (access log on), and wrk (one thread) as the
+load generator, so that the load generator is not the bottleneck. GodeX is measured when
+its binary is found (``--godex``, ``$GODEX``, ``./node_modules/.bin/godex`` or ``godex`` on
+``PATH``; install it with ``npm install @ahoo-wang/godex-linux-x64@1.2.0``), else skipped.
+
+Loads: fresh non-streamed turns at 8 connections and at 1; streamed turns at 8; turns
+continuing a 50-turn chain (every request branches from the same tip) at 8. Then, per
+gateway store: the latency added at 1 connection, the time to first byte of a stream
+over direct, and a 10-turn against a 10,000-turn chain continued at 1 connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+
+from session import SQLiteStore
+
+from .storage import make_turn
+
+FRESH = {"model": "m", "input": "hello there"}
+DIRECT = {"model": "m", "messages": [{"role": "user", "content": "hello there"}]}
+REPLY = "The quick brown fox jumps over the lazy dog."
+
+
+@dataclass
+class Result:
+    rate: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+
+    def cell(self) -> str:
+        text = f"{self.rate:,.0f} req/s, p50 {self.p50_ms:.2f} ms"
+        return text + (f" ({self.errors} errors)" if self.errors else "")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def running(command: list[str], ready_url: str, cwd: Path | None = None) -> Iterator[int]:
+    """Run ``command`` until the block ends; yield its pid once ``ready_url`` answers."""
+    process = subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(300):
+            if process.poll() is not None:
+                raise RuntimeError(f"{command[0]} exited at start: {' '.join(command)}")
+            try:
+                httpx.get(ready_url, timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        yield process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _milliseconds(value: str) -> float:
+    number, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", value).groups()  # type: ignore[union-attr]
+    return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
+
+
+def wrk(url: str, body: dict[str, Any], connections: int, seconds: float, folder: Path) -> Result:
+    """POST ``body`` to ``url`` for ``seconds`` over ``connections`` keep-alive connections."""
+    script = folder / "post.lua"
+    script.write_text(
+        'wrk.method = "POST"\n'
+        f"wrk.body = {json.dumps(json.dumps(body))}\n"
+        'wrk.headers["Content-Type"] = "application/json"\n'
+    )
+    duration = f"{max(1, round(seconds))}s"
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{duration}", "--latency", "-s", str(script)]
+    out = subprocess.run([*command, url], capture_output=True, text=True, check=True).stdout
+    rate = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+    p50 = re.search(r"\s50%\s+(\S+)", out).group(1)  # type: ignore[union-attr]
+    p99 = re.search(r"\s99%\s+(\S+)", out).group(1)  # type: ignore[union-attr]
+    errors = sum(
+        int(n) for n in re.findall(r"(?:Non-2xx or 3xx responses|timeout|read|write): (\d+)", out)
+    )
+    return Result(rate, _milliseconds(p50), _milliseconds(p99), errors)
+
+
+def chain(base: str, depth: int) -> str:
+    """Create a ``depth``-turn chain through a Responses target; return its tip."""
+    tip: str | None = None
+    with httpx.Client(base_url=base, timeout=60) as client:
+        for turn in range(depth):
+            body = {"model": "m", "input": f"turn {turn}", "previous_response_id": tip}
+            response = client.post("/v1/responses", json=body)
+            response.raise_for_status()
+            tip = str(response.json()["id"])
+    assert tip is not None
+    return tip
+
+
+def chain_messages(depth: int) -> list[dict[str, str]]:
+    messages = []
+    for turn in range(depth):
+        messages += [
+            {"role": "user", "content": f"turn {turn}"},
+            {"role": "assistant", "content": REPLY},
+        ]
+    return [*messages, {"role": "user", "content": "hello there"}]
+
+
+def first_byte_ms(url: str, body: dict[str, Any], count: int) -> float:
+    """Median time from sending a streamed request to its first body byte, sequentially."""
+    timings = []
+    with httpx.Client(timeout=60) as client:
+        for _ in range(count):
+            start = time.perf_counter()
+            with client.stream("POST", url, json=body) as response:
+                chunks = response.iter_raw()
+                next(chunks)
+                timings.append((time.perf_counter() - start) * 1000)
+                for _ in chunks:
+                    pass
+    return statistics.median(timings)
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def find_godex(given: str | None) -> str | None:
+    for candidate in (given, os.environ.get("GODEX"), "node_modules/.bin/godex"):
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return shutil.which("godex")
+
+
+def gateway_config(folder: Path, port: int, upstream: str, backend: str, dsn: str | None) -> Path:
+    session: dict[str, Any] = {"backend": backend, "sqlite": {"path": str(folder / f"{port}.db")}}
+    if dsn:
+        session["postgres"] = {"dsn": dsn}
+    config = {
+        "server": {"port": port},
+        "session": session,
+        "providers": {"fake": {"wire_api": "chat_completions", "base_url": f"{upstream}/v1"}},
+        "default_provider": "fake",
+    }
+    path = folder / f"gateway-{port}.yaml"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def godex_config(folder: Path, port: int, upstream: str) -> Path:
+    path = folder / "godex.yaml"
+    path.write_text(
+        f"server: {{port: {port}, host: 127.0.0.1}}\n"
+        "default_provider: deepseek\n"
+        'models: {aliases: {"*": deepseek/m}}\n'
+        "providers:\n"
+        "  deepseek:\n"
+        "    spec: deepseek\n"
+        "    credentials: {api_key: sk-bench}\n"
+        f'    endpoint: {{base_url: "{upstream}/v1"}}\n'
+        f"session: {{backend: sqlite, sqlite: {{path: {folder / 'godex.db'}}}}}\n"
+        "trace: {enabled: false}\n"
+        "logging: {level: error, console: {enabled: false}, file: {enabled: false}}\n"
+    )
+    return path
+
+
+@contextmanager
+def schema_of(dsn: str) -> Iterator[str]:
+    """A DSN whose tables live in a fresh schema, dropped after."""
+    import uuid
+
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield make_conninfo(dsn, options=f"-c search_path={schema}")
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+async def seed(path: Path, depth: int, prefix: str) -> str:
+    """Write a ``depth``-turn chain straight into a gateway's SQLite file; return its tip."""
+    store = SQLiteStore(path, max_depth=depth + 10)
+    parent = None
+    for n in range(depth):
+        record = make_turn(n, parent).model_copy(update={"id": f"resp_{prefix}_{n:06d}"})
+        await store.save(record)
+        parent = record.id
+    await store.close()
+    assert parent is not None
+    return parent
+
+
+LOADS = [
+    ("fresh turns, 8 connections", 8, False, False),
+    ("fresh turns, 1 connection", 1, False, False),
+    ("streamed turns, 8 connections", 8, True, False),
+    ("chains continued at depth 50, branching, 8 connections", 8, False, True),
+]
+
+
+def run(seconds: float, dsn: str | None, godex: str | None, soak_seconds: float) -> str:
+    """Run every load against every target; return the report (a Markdown table and notes)."""
+    python = sys.executable
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        folder = Path(tmp)
+        upstream_port = free_port()
+        upstream = f"http://127.0.0.1:{upstream_port}"
+        stack.enter_context(
+            running(
+                [
+                    python,
+                    "-m",
+                    "uvicorn",
+                    "bench.fake_chat:app",
+                    "--port",
+                    str(upstream_port),
+                    "--loop",
+                    "uvloop",
+                    "--http",
+                    "httptools",
+                    "--log-level",
+                    "warning",
+                    "--no-access-log",
+                ],
+                f"{upstream}/v1/chat/completions",
+            )
+        )
+        targets: dict[str, tuple[str, int]] = {}
+        backends = ["memory", "sqlite", *(["postgres"] if dsn else [])]
+        seeded: dict[str, tuple[str, str]] = {}
+        for backend in backends:
+            port = free_port()
+            backend_dsn = None
+            if backend == "postgres" and dsn:
+                backend_dsn = stack.enter_context(schema_of(dsn))
+            config = gateway_config(folder, port, upstream, backend, backend_dsn)
+            if backend == "sqlite":
+                db = folder / f"{port}.db"
+                seeded["sqlite"] = (
+                    anyio.run(seed, db, 10, "short"),
+                    anyio.run(seed, db, 10_000, "long"),
+                )
+            base = f"http://127.0.0.1:{port}"
+            pid = stack.enter_context(
+                running(
+                    [python, "-m", "gateway", "serve", "--config", str(config)], f"{base}/healthz"
+                )
+            )
+            targets[f"gateway ({backend})"] = (base, pid)
+        godex_path = find_godex(godex)
+        if godex_path:
+            port = free_port()
+            base = f"http://127.0.0.1:{port}"
+            pid = stack.enter_context(
+                running(
+                    [
+                        os.path.abspath(godex_path),
+                        "serve",
+                        "--config",
+                        str(godex_config(folder, port, upstream)),
+                    ],
+                    f"{base}/",
+                    cwd=folder,
+                )
+            )
+            targets["GodeX"] = (base, pid)
+
+        tips = {name: chain(base, 50) for name, (base, _) in targets.items()}
+        header = ["load", "direct upstream", *targets]
+        if "GodeX" in targets:
+            header.append("gateway (sqlite) / GodeX")
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for label, connections, stream, chained in LOADS:
+            direct_body: dict[str, Any] = {
+                **DIRECT,
+                "messages": chain_messages(50) if chained else DIRECT["messages"],
+                "stream": stream,
+            }
+            cells = [
+                wrk(f"{upstream}/v1/chat/completions", direct_body, connections, seconds, folder)
+            ]
+            for name, (base, _) in targets.items():
+                body: dict[str, Any] = {**FRESH, "stream": stream}
+                if chained:
+                    body["previous_response_id"] = tips[name]
+                cells.append(wrk(f"{base}/v1/responses", body, connections, seconds, folder))
+            row = [label, *(cell.cell() for cell in cells)]
+            if "GodeX" in targets:
+                sqlite = cells[1 + list(targets).index("gateway (sqlite)")]
+                row.append(f"{sqlite.rate / cells[-1].rate:.2f}")
+            lines.append("| " + " | ".join(row) + " |")
+
+        notes = ["", "Latency added over direct at 1 connection, and time to first byte:"]
+        direct_one = wrk(f"{upstream}/v1/chat/completions", DIRECT, 1, seconds, folder)
+        direct_ttfb = first_byte_ms(
+            f"{upstream}/v1/chat/completions", {**DIRECT, "stream": True}, 100
+        )
+        for name, (base, _) in targets.items():
+            one = wrk(f"{base}/v1/responses", FRESH, 1, seconds, folder)
+            ttfb = first_byte_ms(f"{base}/v1/responses", {**FRESH, "stream": True}, 100)
+            notes.append(
+                f"- {name}: p50 +{one.p50_ms - direct_one.p50_ms:.2f} ms, "
+                f"p99 +{one.p99_ms - direct_one.p99_ms:.2f} ms; "
+                f"first byte of a stream +{ttfb - direct_ttfb:.2f} ms "
+                f"({ttfb:.2f} vs {direct_ttfb:.2f})"
+            )
+        if "sqlite" in seeded:
+            base, _ = targets["gateway (sqlite)"]
+            short, long = seeded["sqlite"]
+            at10 = wrk(
+                f"{base}/v1/responses", {**FRESH, "previous_response_id": short}, 1, seconds, folder
+            )
+            at10k = wrk(
+                f"{base}/v1/responses", {**FRESH, "previous_response_id": long}, 1, seconds, folder
+            )
+            notes.append(
+                f"- gateway (sqlite), continuing a chain at 1 connection: depth 10 p50 "
+                f"{at10.p50_ms:.2f} ms, depth 10,000 p50 {at10k.p50_ms:.2f} ms "
+                f"(+{at10k.p50_ms - at10.p50_ms:.2f} ms)"
+            )
+        if soak_seconds > 0:
+            base, pid = targets["gateway (sqlite)"]
+            before = rss_kib(pid)
+            wrk(f"{base}/v1/responses", FRESH, 8, soak_seconds * 0.1, folder)
+            early = rss_kib(pid)
+            soak = wrk(f"{base}/v1/responses", FRESH, 8, soak_seconds * 0.9, folder)
+            late = rss_kib(pid)
+            turns = int(soak.rate * soak_seconds * 0.9)
+            notes.append(
+                f"- soak, gateway (sqlite): ~{turns:,} more turns; RSS {before} KiB at start, "
+                f"{early} KiB after 10% of the run, {late} KiB at the end "
+                f"({(late - early) / early * 100:+.1f}%)"
+            )
+        if not godex_path:
+            notes.append(
+                "- GodeX not found: npm install @ahoo-wang/godex-linux-x64@1.2.0 "
+                "(then --godex node_modules/.bin/godex)"
+            )
+        return "\n".join(
+            [f"{seconds:g} s per load, wrk -t1, {os.cpu_count()} cores", *lines, *notes]
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument(
+        "--postgres", metavar="DSN", help="also measure PostgreSQL (throwaway schema)"
+    )
+    parser.add_argument("--godex", metavar="PATH", help="the godex binary")
+    parser.add_argument("--soak-seconds", type=float, default=0, help="RSS over a long run")
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("bench.compare needs wrk: apt-get install wrk")
+    print(run(args.seconds, args.postgres, args.godex, args.soak_seconds))
+
+
+if __name__ == "__main__":
+    main()
