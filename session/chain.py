@@ -11,9 +11,20 @@ from .errors import (
     ResponseNotFound,
     TurnNotContinuable,
 )
-from .models import CONTINUABLE_STATUSES, ChainTurn, Item, ResolvedChain
+from .models import CONTINUABLE_STATUSES, ChainTurn, Item, ResolvedChain, StoredResponse
 
 DEFAULT_MAX_DEPTH = 10_000
+
+
+def chain_turn(record: StoredResponse) -> ChainTurn:
+    """What ``record`` contributes to the chains that pass through it."""
+    return ChainTurn(
+        record.id,
+        record.previous_response_id,
+        record.status,
+        record.request.input,
+        record.response.output,
+    )
 
 
 def assemble_chain(

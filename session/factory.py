@@ -37,6 +37,7 @@ class SessionSettings(BaseModel):
 
     backend: Literal["memory", "sqlite", "postgres"] = "sqlite"
     max_chain_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1)
+    cache_turns: int = Field(default=10_000, ge=0)
     sqlite: SQLiteSettings = Field(default_factory=SQLiteSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
 
@@ -83,4 +84,5 @@ def build_store(settings: SessionSettings) -> SessionStore:
         settings.sqlite.path,
         max_depth=settings.max_chain_depth,
         busy_timeout_ms=settings.sqlite.busy_timeout_ms,
+        cache_turns=settings.cache_turns,
     )

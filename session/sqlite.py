@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from . import sqlite_conversations as conversations
-from .chain import DEFAULT_MAX_DEPTH, assemble_chain
+from .chain import DEFAULT_MAX_DEPTH, assemble_chain, chain_turn
 from .conversations import Conversation
 from .errors import ResponseNotFound, SaveConflict
 from .models import (
@@ -25,6 +25,7 @@ from .models import (
 from .paging import Order, page_items
 from .policy import check_save
 from .sqlite_connections import SQLiteConnections
+from .turn_cache import TurnCache
 
 _COLUMN_NAMES = (
     "project",
@@ -110,10 +111,12 @@ class SQLiteStore:
         *,
         max_depth: int = DEFAULT_MAX_DEPTH,
         busy_timeout_ms: int = 5000,
+        cache_turns: int = 10_000,
     ) -> None:
         self._db = SQLiteConnections(path, busy_timeout_ms)
         self.schema_version = self._db.schema_version
         self._max_depth = max_depth
+        self._cache = TurnCache(cache_turns)
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -169,18 +172,46 @@ class SQLiteStore:
             await self._db.write(write)
         except sqlite3.IntegrityError:
             raise SaveConflict(record.id, "a response with this id already exists.") from None
+        self._cache.put(record.project, chain_turn(record))
 
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
-        def read(conn: sqlite3.Connection) -> list[Any]:
-            params = {"project": project, "id": response_id, "limit": self._max_depth + 1}
-            return conn.execute(_CHAIN_SQL, params).fetchall()
+        turns, first_missing = self._cache.walk(project, response_id, self._max_depth)
+        if turns:
+            await self._forget_deleted(project, turns)
+        if first_missing is not None:
+            limit = self._max_depth + 1 - len(turns)
 
-        rows = await self._db.read(read)
-        turns = {
-            row[0]: ChainTurn(row[0], row[1], row[2], json.loads(row[3]), json.loads(row[4]))
-            for row in rows
-        }
+            def read(conn: sqlite3.Connection) -> list[Any]:
+                params = {"project": project, "id": first_missing, "limit": limit}
+                return conn.execute(_CHAIN_SQL, params).fetchall()
+
+            for row in await self._db.read(read):
+                turn = ChainTurn(row[0], row[1], row[2], json.loads(row[3]), json.loads(row[4]))
+                turns[turn.id] = turn
+                self._cache.put(project, turn)
         return assemble_chain(response_id, turns, self._max_depth)
+
+    async def _forget_deleted(self, project: str, turns: dict[str, ChainTurn]) -> None:
+        """Drop from ``turns`` (and the cache) the cached turns deleted since, by anyone."""
+        ids = list(turns)
+
+        def existing(conn: sqlite3.Connection) -> set[str]:
+            found: set[str] = set()
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                found.update(
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT id FROM responses WHERE project = ?"
+                        f" AND id IN ({', '.join('?' * len(chunk))})",
+                        (project, *chunk),
+                    )
+                )
+            return found
+
+        for gone in set(ids) - await self._db.read_now(existing):
+            del turns[gone]
+            self._cache.discard(project, gone)
 
     async def list_input_items(
         self,
@@ -204,6 +235,7 @@ class SQLiteStore:
             )
             return cursor.rowcount
 
+        self._cache.discard(project, response_id)
         if await self._db.write(remove) == 0:
             raise ResponseNotFound(response_id)
 

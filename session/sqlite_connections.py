@@ -117,6 +117,14 @@ class SQLiteConnections:
 
         return await self._on_thread(call)
 
+    async def read_now(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run a short, bounded read inline on the writer connection (no thread hop)."""
+        async with self._write_lock:
+            try:
+                return self._guarded(lambda: fn(self.writer))
+            except _Busy:
+                raise StoreUnavailable("The session database is locked.") from None
+
     def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         conn = self.writer
         conn.execute("BEGIN IMMEDIATE")

@@ -11,7 +11,7 @@ import anyio
 import pytest
 import sqlite_utils
 
-from session import ChainCycle, Conversation, SQLiteStore
+from session import ChainAncestorMissing, ChainCycle, Conversation, SQLiteStore
 from session.sqlite_schema import MIGRATIONS
 
 from .records import turn
@@ -20,11 +20,13 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_the_chain_is_read_with_one_statement(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "s.db")
+    writer = SQLiteStore(tmp_path / "s.db")
     parent = None
     for n in range(50):
-        await store.save(turn(f"r{n}", parent))
+        await writer.save(turn(f"r{n}", parent))
         parent = f"r{n}"
+    await writer.close()
+    store = SQLiteStore(tmp_path / "s.db")  # nothing cached yet
     statements: list[str] = []
     store.read_connection.set_trace_callback(statements.append)
     chain = await store.resolve_chain("default", "r49")
@@ -66,8 +68,10 @@ async def test_a_hand_written_cycle_is_reported_not_looped(tmp_path: Path) -> No
     store = SQLiteStore(path)
     for name, parent in (("a", None), ("b", "a"), ("c", "b")):
         await store.save(turn(name, parent))
+    await store.close()
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE responses SET previous_response_id = 'c' WHERE id = 'a'")
+    store = SQLiteStore(path)  # a corruption found on reading, not through the cache
     with pytest.raises(ChainCycle) as caught:
         await store.resolve_chain("default", "c")
     assert caught.value.code == "chain_cycle"
@@ -119,4 +123,26 @@ async def test_two_processes_appending_to_one_file_lose_nothing(tmp_path: Path) 
     for prefix in ("a", "b"):
         chain = await store.resolve_chain("default", f"{prefix}199")
         assert [t.id for t in chain.turns] == [f"{prefix}{n}" for n in range(200)]
+    await store.close()
+
+
+async def test_cached_turns_are_not_read_again_but_deletions_elsewhere_are_seen(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    parent = None
+    for n in range(20):
+        await store.save(turn(f"r{n}", parent))
+        parent = f"r{n}"
+    statements: list[str] = []
+    store.read_connection.set_trace_callback(statements.append)
+    assert len((await store.resolve_chain("default", "r19")).turns) == 20
+    assert statements == []  # every turn came from the cache
+    other = sqlite3.connect(tmp_path / "s.db")  # another process deletes an ancestor
+    other.execute("DELETE FROM responses WHERE id = 'r7'")
+    other.commit()
+    other.close()
+    with pytest.raises(ChainAncestorMissing) as missing:
+        await store.resolve_chain("default", "r19")
+    assert missing.value.response_id == "r7"
     await store.close()
