@@ -11,6 +11,7 @@ a shutdown past its grace period cancels it, and the turn is then stored as fail
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("gateway.streaming")
 
 RETRY_SECONDS = 1.0
+FIRST_EVENTS_WAIT_SECONDS = 0.05
 RETRIES = 60
 
 TERMINAL_EVENTS = {
@@ -58,11 +60,12 @@ class StreamedTurns:
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ready.add_done_callback(_consume_exception)
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        task = asyncio.create_task(_run(service, body, project, ready, queue.put_nowait))
+        flowing = asyncio.Event()
+        task = asyncio.create_task(_run(service, body, project, ready, queue.put_nowait, flowing))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         await asyncio.shield(ready)
-        return _drain(queue)
+        return _drain(queue, flowing)
 
     async def finish(self, grace: float) -> None:
         """Let streams finish for ``grace`` seconds, then cancel (and so fail) the rest."""
@@ -82,9 +85,12 @@ def _consume_exception(future: asyncio.Future[None]) -> None:
         future.exception()
 
 
-async def _drain(queue: asyncio.Queue[bytes | None]) -> AsyncIterator[bytes]:
+async def _drain(
+    queue: asyncio.Queue[bytes | None], flowing: asyncio.Event
+) -> AsyncIterator[bytes]:
     while (chunk := await queue.get()) is not None:
         yield chunk
+        flowing.set()  # the server came back for more: what it had is on its way
 
 
 async def _run(
@@ -93,6 +99,7 @@ async def _run(
     project: str,
     ready: asyncio.Future[None],
     put: Callable[[bytes | None], None],
+    flowing: asyncio.Event,
 ) -> None:
     unsaved: StoredResponse | None = None
     try:
@@ -102,7 +109,7 @@ async def _run(
         ):
             await service.save_started(turn)
             ready.set_result(None)
-            unsaved = await _pump(service, turn, events, put)
+            unsaved = await _pump(service, turn, events, put, flowing)
     except BaseException as error:
         if ready.done():
             if not isinstance(error, asyncio.CancelledError):
@@ -140,6 +147,7 @@ async def _pump(
     turn: Turn,
     events: UpstreamStream,
     put: Callable[[bytes | None], None],
+    flowing: asyncio.Event,
 ) -> StoredResponse | None:
     """Relay the upstream's events; store the end; send the terminal event.
 
@@ -154,6 +162,11 @@ async def _pump(
     started = response_object(turn.record, store=turn.store)
     emit({"type": "response.created", "response": started})
     emit({"type": "response.in_progress", "response": started})
+    # Let the first events leave before the rest: an upstream whose whole answer is
+    # already buffered would otherwise be relayed, stored and sent in one piece.
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(FIRST_EVENTS_WAIT_SECONDS):
+            await flowing.wait()
     result: TurnResult | None = None
     unsaved: StoredResponse | None = None
     cancelled = False
