@@ -162,12 +162,14 @@ def find_godex(given: str | None) -> str | None:
     return shutil.which("godex")
 
 
-def gateway_config(folder: Path, port: int, upstream: str, backend: str, dsn: str | None) -> Path:
+def gateway_config(
+    folder: Path, port: int, upstream: str, backend: str, dsn: str | None, workers: int = 1
+) -> Path:
     session: dict[str, Any] = {"backend": backend, "sqlite": {"path": str(folder / f"{port}.db")}}
     if dsn:
         session["postgres"] = {"dsn": dsn}
     config = {
-        "server": {"port": port},
+        "server": {"port": port, "workers": workers},
         "session": session,
         "providers": {"fake": {"wire_api": "chat_completions", "base_url": f"{upstream}/v1"}},
         "default_provider": "fake",
@@ -234,7 +236,9 @@ LOADS = [
 ]
 
 
-def run(seconds: float, dsn: str | None, godex: str | None, soak_seconds: float) -> str:
+def run(
+    seconds: float, dsn: str | None, godex: str | None, soak_seconds: float, workers: int = 1
+) -> str:
     """Run every load against every target; return the report (a Markdown table and notes)."""
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -283,6 +287,16 @@ def run(seconds: float, dsn: str | None, godex: str | None, soak_seconds: float)
                 )
             )
             targets[f"gateway ({backend})"] = (base, pid)
+        if workers > 1:
+            port = free_port()
+            config = gateway_config(folder, port, upstream, "sqlite", None, workers)
+            base = f"http://127.0.0.1:{port}"
+            pid = stack.enter_context(
+                running(
+                    [python, "-m", "gateway", "serve", "--config", str(config)], f"{base}/healthz"
+                )
+            )
+            targets[f"gateway (sqlite, {workers} workers)"] = (base, pid)
         godex_path = find_godex(godex)
         if godex_path:
             port = free_port()
@@ -385,10 +399,11 @@ def main() -> None:
     )
     parser.add_argument("--godex", metavar="PATH", help="the godex binary")
     parser.add_argument("--soak-seconds", type=float, default=0, help="RSS over a long run")
+    parser.add_argument("--workers", type=int, default=1, help="also a gateway with N workers")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench.compare needs wrk: apt-get install wrk")
-    print(run(args.seconds, args.postgres, args.godex, args.soak_seconds))
+    print(run(args.seconds, args.postgres, args.godex, args.soak_seconds, args.workers))
 
 
 if __name__ == "__main__":

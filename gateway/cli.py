@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from session import BackendNotInstalled, check_backend_installed
 
 from .config import ConfigError, GatewayConfig, load_config
-from .server import GatewayServer
+from .server import serve
 
 DEFAULT_CONFIG = "config.yaml"
 
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.port is not None:
         config.server.port = args.port
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    GatewayServer(config, args.log_level).run()
+    serve(config, args.log_level)
     return 0
 
 

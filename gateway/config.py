@@ -42,6 +42,7 @@ class ServerSettings(_Section):
     max_connections: int = Field(default=1000, ge=1)
     shutdown_grace_seconds: int = Field(default=30, ge=0)
     allowed_hosts: list[str] | None = None
+    workers: int = Field(default=1, ge=1)
 
     def hosts_allowed(self) -> list[str]:
         """``allowed_hosts``, or the loopback names when bound to loopback, else any."""

@@ -12,7 +12,11 @@ lines a second.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
+import os
+import signal
 import socket
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -112,3 +116,44 @@ def uvicorn_config(
         limit_concurrency=settings.max_connections,
         timeout_graceful_shutdown=settings.shutdown_grace_seconds + _FAILURE_FLUSH_SECONDS,
     )
+
+
+def _worker(config: GatewayConfig, log_level: str, sock: socket.socket) -> None:
+    GatewayServer(config, log_level).run(sockets=[sock])
+
+
+def serve(config: GatewayConfig, log_level: str = "info") -> None:
+    """Serve in this process, or in ``server.workers`` processes sharing one socket.
+
+    Workers are forked before anything else starts; each has its own event loop, store
+    connections and upstream sessions, and they share the store's file or database.
+    SIGTERM and SIGINT are passed on to every worker, which shut down as one would alone.
+    """
+    workers = config.server.workers
+    if workers <= 1:
+        GatewayServer(config, log_level).run()
+        return
+    family = socket.AF_INET6 if ":" in config.server.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((config.server.host, config.server.port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    context = multiprocessing.get_context("fork")
+    processes = [
+        context.Process(target=_worker, args=(config, log_level, sock), daemon=False)
+        for _ in range(workers)
+    ]
+    for process in processes:
+        process.start()
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        for process in processes:
+            if process.pid is not None and process.is_alive():
+                os.kill(process.pid, signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    for process in processes:
+        process.join()
+    sock.close()

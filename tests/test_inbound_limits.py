@@ -190,3 +190,26 @@ def test_sigterm_finishes_or_fails_streams_in_flight_then_exits(
         fake.replies.clear()
     with closing(sqlite3.connect(tmp_path / "s.db")) as conn:
         assert conn.execute("SELECT status FROM responses").fetchall() == [("failed",)]
+
+
+def test_several_workers_serve_one_port_and_share_the_store(
+    tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
+) -> None:
+    config = write_config(tmp_path / "config.yaml", fake_upstream[1], workers=2)
+    process, url = start_instance(config)
+    try:
+        children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+        assert len(children) == 2
+        previous = None
+        with httpx.Client(base_url=url, timeout=30) as client:
+            for turn in range(8):  # fresh connections land on either worker
+                body = {"model": "echo", "input": f"turn {turn}", "previous_response_id": previous}
+                response = client.post("/v1/responses", json=body, headers={"connection": "close"})
+                assert response.status_code == 200, response.text
+                previous = response.json()["id"]
+        last = response.json()["output"][0]["content"][0]["text"]
+        assert last.startswith("echo: turn 7 | earlier: turn 0 / turn 1")
+    finally:
+        process.terminate()
+        assert process.wait(timeout=30) in (0, -signal.SIGTERM)
+    assert all(not Path(f"/proc/{pid}").exists() for pid in children)
