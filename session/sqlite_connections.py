@@ -55,19 +55,13 @@ class SQLiteConnections:
         self.writer.execute("PRAGMA busy_timeout = 0")
         self.writer.execute("PRAGMA wal_autocheckpoint = 0")
         self.reader = _connect(str(path), self._busy_timeout_ms)
-        self._identity = self._file_identity()
+        # Held open to notice the file being unlinked (its link count drops to zero).
+        self._file = os.open(self.path, os.O_RDONLY)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
         self._write_lock = asyncio.Lock()
         self._writes = 0
 
     # -- the file under the connections ------------------------------------------------
-
-    def _file_identity(self) -> tuple[int, int]:
-        try:
-            stat = os.stat(self.path)
-        except OSError:
-            return (-1, -1)
-        return (stat.st_dev, stat.st_ino)
 
     def _check_file(self) -> None:
         """Refuse to go on when the file was removed or replaced under the open connections.
@@ -75,7 +69,7 @@ class SQLiteConnections:
         SQLite would keep writing to the unlinked file and report success: every such
         write would be lost at the next start.
         """
-        if self._file_identity() != self._identity:
+        if os.fstat(self._file).st_nlink == 0:
             raise StoreUnavailable(
                 f"The session database file {self.path} was removed or replaced; "
                 "restore it or restart the gateway."
@@ -175,3 +169,4 @@ class SQLiteConnections:
         self._thread.shutdown(wait=True)
         self.reader.close()
         self.writer.close()
+        os.close(self._file)
