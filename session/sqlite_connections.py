@@ -59,7 +59,6 @@ class SQLiteConnections:
         self._file = os.open(self.path, os.O_RDONLY)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
         self._write_lock = asyncio.Lock()
-        self._batch: asyncio.Future[None] | None = None
         self._writes = 0
 
     # -- the file under the connections ------------------------------------------------
@@ -134,70 +133,17 @@ class SQLiteConnections:
         return result
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` atomically and return once it is committed.
-
-        Writes made in one turn of the event loop share a transaction (group commit):
-        each runs inline in a savepoint of its own, so a failing one leaves the others
-        untouched, and one ``COMMIT`` follows at the next turn of the loop. A file locked
-        by another process is waited for on the worker thread instead.
-        """
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, inline unless the file is locked."""
         async with self._write_lock:
-            if self._batch is None:
-                try:
-                    self._guarded(lambda: self.writer.execute("BEGIN IMMEDIATE"), check_file=False)
-                except _Busy:
-                    result = await self._on_thread(self._waiting_write(fn))
-                    self._count_write()
-                    return result
-                self._batch = asyncio.get_running_loop().create_future()
-                asyncio.get_running_loop().call_soon(self._commit)
-            elif not self.writer.in_transaction:
-                # SQLite rolled the whole batch back (a full disk does that): its commit
-                # will fail, and this write cannot join it.
-                raise StoreUnavailable("The session database lost its open transaction.")
-            batch = self._batch
-            result = self._guarded(lambda: self._in_savepoint(fn), check_file=False)
-        await asyncio.shield(batch)
-        self._count_write()
-        return result
-
-    def _in_savepoint(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        conn = self.writer
-        conn.execute("SAVEPOINT write")
-        try:
-            result = fn(conn)
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK TO write")
-                conn.execute("RELEASE write")
-            raise
-        conn.execute("RELEASE write")
-        return result
-
-    def _commit(self) -> None:
-        batch, self._batch = self._batch, None
-        assert batch is not None
-        try:
-            self._guarded(lambda: self.writer.execute("COMMIT"))  # checks the file first
-        except Exception as error:
-            if self.writer.in_transaction:
-                self.writer.execute("ROLLBACK")
-            failure = (
-                error
-                if isinstance(error, StoreUnavailable)
-                else StoreUnavailable(
-                    f"The session database could not commit ({type(error).__name__})."
-                )
-            )
-            batch.set_exception(failure)
-            batch.exception()  # retrieved here: each writer re-raises it from ``shield``
-            return
-        batch.set_result(None)
-
-    def _count_write(self) -> None:
+            try:
+                # ``_transaction`` checks the file before it commits.
+                result = self._guarded(lambda: self._transaction(fn), check_file=False)
+            except _Busy:
+                result = await self._on_thread(self._waiting_write(fn))
         self._writes += 1
         if self._writes % CHECKPOINT_EVERY_WRITES == 0:
             self._thread.submit(self._checkpoint)
+        return result
 
     def _waiting_write(self, fn: Callable[[sqlite3.Connection], T]) -> Callable[[], T]:
         def call() -> T:

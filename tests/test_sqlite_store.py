@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import multiprocessing
 import sqlite3
@@ -12,7 +11,7 @@ import anyio
 import pytest
 import sqlite_utils
 
-from session import ChainAncestorMissing, ChainCycle, Conversation, SaveConflict, SQLiteStore
+from session import ChainAncestorMissing, ChainCycle, Conversation, SQLiteStore
 from session.sqlite_schema import MIGRATIONS
 
 from .records import turn
@@ -146,20 +145,4 @@ async def test_cached_turns_are_not_read_again_but_deletions_elsewhere_are_seen(
     with pytest.raises(ChainAncestorMissing) as missing:
         await store.resolve_chain("default", "r19")
     assert missing.value.response_id == "r7"
-    await store.close()
-
-
-async def test_writes_in_one_loop_turn_commit_together_and_fail_alone(tmp_path: Path) -> None:
-    store = SQLiteStore(tmp_path / "s.db")
-    await store.save(turn("taken"))
-    records = [turn(f"r{n}") for n in range(10)] + [turn("taken")]
-    statements: list[str] = []
-    store.connection.set_trace_callback(statements.append)
-    outcomes = await asyncio.gather(*(store.save(r) for r in records), return_exceptions=True)
-    store.connection.set_trace_callback(None)
-    assert outcomes[:10] == [None] * 10
-    assert isinstance(outcomes[10], SaveConflict)
-    assert statements.count("COMMIT") == 1  # one transaction for the eleven writes
-    with sqlite3.connect(tmp_path / "s.db") as conn:
-        assert conn.execute("SELECT count(*) FROM responses").fetchone() == (11,)
     await store.close()
