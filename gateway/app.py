@@ -18,7 +18,7 @@ from session import SessionError, SessionStore, build_store
 from .config import GatewayConfig
 from .errors import APIError, from_session_error, from_upstream_error, server_error
 from .maintenance import fail_stale_turns
-from .middleware import AllowedHostsMiddleware, JSONOnlyMiddleware
+from .middleware import AccessLogMiddleware, AllowedHostsMiddleware, JSONOnlyMiddleware
 from .pipeline import ResponsesService
 from .routes import conversations, meta, responses
 from .upstream import ProviderClient, UnsupportedInput, UpstreamError
@@ -95,6 +95,7 @@ def create_app(
         routes=[*responses.routes, *conversations.routes, *meta.routes],
         lifespan=lifespan,
         middleware=[
+            Middleware(AccessLogMiddleware),
             Middleware(AllowedHostsMiddleware, allowed=config.server.hosts_allowed()),
             Middleware(JSONOnlyMiddleware),
         ],

@@ -112,6 +112,7 @@ def uvicorn_config(
         log_level=log_level,
         http=protocol,
         loop="uvloop",
+        access_log=False,  # the app logs each request itself (AccessLogMiddleware)
         timeout_keep_alive=settings.keep_alive_seconds,
         limit_concurrency=settings.max_connections,
         timeout_graceful_shutdown=settings.shutdown_grace_seconds + _FAILURE_FLUSH_SECONDS,
