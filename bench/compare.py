@@ -37,7 +37,7 @@ import httpx
 
 from session import SQLiteStore
 
-from .storage import make_turn
+from .storage import make_turn, throwaway_schema
 
 FRESH = {"model": "m", "input": "hello there"}
 DIRECT = {"model": "m", "messages": [{"role": "user", "content": "hello there"}]}
@@ -197,24 +197,6 @@ def godex_config(folder: Path, port: int, upstream: str) -> Path:
     return path
 
 
-@contextmanager
-def schema_of(dsn: str) -> Iterator[str]:
-    """A DSN whose tables live in a fresh schema, dropped after."""
-    import uuid
-
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    schema = f"bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield make_conninfo(dsn, options=f"-c search_path={schema}")
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
-
-
 async def seed(path: Path, depth: int, prefix: str) -> str:
     """Write a ``depth``-turn chain straight into a gateway's SQLite file; return its tip."""
     store = SQLiteStore(path, max_depth=depth + 10)
@@ -272,7 +254,7 @@ def run(
             port = free_port()
             backend_dsn = None
             if backend == "postgres" and dsn:
-                backend_dsn = stack.enter_context(schema_of(dsn))
+                backend_dsn = stack.enter_context(throwaway_schema(dsn))
             config = gateway_config(folder, port, upstream, backend, backend_dsn)
             if backend == "sqlite":
                 db = folder / f"{port}.db"

@@ -13,8 +13,8 @@ import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -73,20 +73,20 @@ async def stored_bytes(store: SessionStore, dsn: str | None) -> int | None:
     return None
 
 
-@asynccontextmanager
-async def throwaway_schema(dsn: str) -> AsyncIterator[str]:
+@contextmanager
+def throwaway_schema(dsn: str) -> Iterator[str]:
     """A DSN whose tables live in a fresh schema, dropped with everything in it after."""
     import psycopg
     from psycopg.conninfo import make_conninfo
 
-    schema = f"bench_{uuid.uuid4().hex[:12]}"
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        await conn.execute(f"CREATE SCHEMA {schema}")
+    schema = f"throwaway_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
     try:
         yield make_conninfo(dsn, options=f"-c search_path={schema}")
     finally:
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-            await conn.execute(f"DROP SCHEMA {schema} CASCADE")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 async def measure(
@@ -118,7 +118,7 @@ async def main(depths: list[int], repeat: int, dsn: str | None) -> None:
                 if name == "postgres" and dsn:
                     from session.postgres import PostgresStore
 
-                    async with throwaway_schema(dsn) as schema_dsn:
+                    with throwaway_schema(dsn) as schema_dsn:
                         store: SessionStore = PostgresStore(schema_dsn, max_depth=depth)
                         seconds, per_turn = await measure(store, depth, repeat, schema_dsn)
                         await store.close()

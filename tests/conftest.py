@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
+from bench.storage import throwaway_schema
 from gateway import GatewayConfig, create_app, parse_config
 from session import MemoryStore, SessionStore, SQLiteStore
 
@@ -39,17 +39,8 @@ def postgres_dsn() -> Iterator[str]:
             f"PostgreSQL tests need a database: set {POSTGRES_DSN_VARIABLE}="
             "postgresql://postgres@127.0.0.1:5432/test (.ci/run does)"
         )
-    import psycopg
-    from psycopg.conninfo import make_conninfo
-
-    schema = f"gw_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield make_conninfo(base, options=f"-c search_path={schema}")
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    with throwaway_schema(base) as dsn:
+        yield dsn
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

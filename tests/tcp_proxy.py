@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from .servers import free_port
 
@@ -83,3 +87,15 @@ class TcpProxy:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._loop.close()
+
+
+@contextmanager
+def proxied_postgres(dsn: str) -> Iterator[tuple[TcpProxy, str]]:
+    """A running proxy in front of the database ``dsn`` names, and a DSN through it."""
+    params = conninfo_to_dict(dsn)
+    proxy = TcpProxy(str(params.get("host", "127.0.0.1")), int(str(params.get("port", 5432))))
+    proxy.start()
+    try:
+        yield proxy, make_conninfo(dsn, host="127.0.0.1", port=proxy.port)
+    finally:
+        proxy.close()

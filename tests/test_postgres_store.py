@@ -9,7 +9,6 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from gateway import create_app
 from session import ChainCycle, StoreUnavailable
@@ -20,7 +19,7 @@ from .conftest import gateway_config
 from .fake_upstream import FakeUpstream
 from .records import turn
 from .servers import serve
-from .tcp_proxy import TcpProxy
+from .tcp_proxy import TcpProxy, proxied_postgres
 
 
 @pytest.mark.anyio
@@ -59,12 +58,11 @@ async def test_a_hand_written_cycle_is_reported(postgres_dsn: str) -> None:
 
 @pytest.mark.anyio
 async def test_a_database_outage_is_unavailable_then_recovers(postgres_dsn: str) -> None:
-    params = conninfo_to_dict(postgres_dsn)
-    proxy = TcpProxy(str(params.get("host", "127.0.0.1")), int(str(params.get("port", 5432))))
-    proxy.start()
-    store = PostgresStore(
-        make_conninfo(postgres_dsn, host="127.0.0.1", port=proxy.port), connect_timeout=1
-    )
+    with proxied_postgres(postgres_dsn) as (proxy, dsn):
+        await _outage_and_recovery(proxy, PostgresStore(dsn, connect_timeout=1))
+
+
+async def _outage_and_recovery(proxy: TcpProxy, store: PostgresStore) -> None:
     try:
         await store.save(turn("r0"))
         proxy.stop()
@@ -83,20 +81,15 @@ async def test_a_database_outage_is_unavailable_then_recovers(postgres_dsn: str)
         await store.save(turn("r1", "r0"))
     finally:
         await store.close()
-        proxy.close()
 
 
 def test_the_gateway_answers_503_while_the_database_is_down(
     postgres_dsn: str, tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
 ) -> None:
-    params = conninfo_to_dict(postgres_dsn)
-    proxy = TcpProxy(str(params.get("host", "127.0.0.1")), int(str(params.get("port", 5432))))
-    proxy.start()
-    dsn = make_conninfo(postgres_dsn, host="127.0.0.1", port=proxy.port)
-    session = {"backend": "postgres", "postgres": {"dsn": dsn, "connect_timeout_seconds": 1}}
-    config = gateway_config(fake_upstream[1], tmp_path / "unused.db", session=session)
     body = {"model": "echo", "input": "hello"}
-    try:
+    with proxied_postgres(postgres_dsn) as (proxy, dsn):
+        session = {"backend": "postgres", "postgres": {"dsn": dsn, "connect_timeout_seconds": 1}}
+        config = gateway_config(fake_upstream[1], tmp_path / "unused.db", session=session)
         with serve(create_app(config)) as url:
             first = httpx.post(f"{url}/v1/responses", json=body, timeout=30).json()
             proxy.stop()
@@ -115,5 +108,3 @@ def test_the_gateway_answers_503_while_the_database_is_down(
                     break
                 time.sleep(0.2)
             assert again.status_code == 200
-    finally:
-        proxy.close()

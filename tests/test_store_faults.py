@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from gateway import create_app
 from session import RequestSnapshot, SQLiteStore, StoredResponse
@@ -25,7 +24,7 @@ from session import RequestSnapshot, SQLiteStore, StoredResponse
 from .conftest import gateway_config
 from .fake_upstream import FakeUpstream, Reply
 from .servers import serve
-from .tcp_proxy import TcpProxy
+from .tcp_proxy import proxied_postgres
 
 
 @contextmanager
@@ -200,16 +199,10 @@ def test_turns_left_in_progress_by_a_crash_are_failed_at_the_next_start(
 def test_a_stalled_postgres_is_503_within_its_timeouts(
     postgres_dsn: str, tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
 ) -> None:
-    params = conninfo_to_dict(postgres_dsn)
-    proxy = TcpProxy(str(params.get("host", "127.0.0.1")), int(str(params.get("port", 5432))))
-    proxy.start()
-    dsn = make_conninfo(postgres_dsn, host="127.0.0.1", port=proxy.port)
-    session = {
-        "backend": "postgres",
-        "postgres": {"dsn": dsn, "connect_timeout_seconds": 1, "statement_timeout_seconds": 0.5},
-    }
-    config = gateway_config(fake_upstream[1], tmp_path / "unused.db", session=session)
-    try:
+    with proxied_postgres(postgres_dsn) as (proxy, dsn):
+        timeouts = {"connect_timeout_seconds": 1, "statement_timeout_seconds": 0.5}
+        session = {"backend": "postgres", "postgres": {"dsn": dsn, **timeouts}}
+        config = gateway_config(fake_upstream[1], tmp_path / "unused.db", session=session)
         with serve(create_app(config)) as url:
             first = post(url, {"model": "echo", "input": "hello"}).json()
             proxy.pause()
@@ -223,5 +216,3 @@ def test_a_stalled_postgres_is_503_within_its_timeouts(
                     break
                 time.sleep(0.2)
             assert again.status_code == 200
-    finally:
-        proxy.close()

@@ -16,8 +16,9 @@ class Upstream(Protocol):
     def open(self, request: Item, *, stream: bool) -> AbstractAsyncContextManager[UpstreamStream]:
         """Send a stateless Responses request (full ``input``, upstream ``model``).
 
-        Entering the context sends the request and raises ``UpstreamError`` (or a 400 for
-        input the wire cannot express) before any event: nothing has been streamed yet.
-        Failures after that end the stream with a failed :class:`TurnResult`.
+        Entering the context sends the request and raises ``UpstreamError`` (or
+        ``UnsupportedInput`` for input the wire cannot express) before any event; for a
+        non-streamed request it also reads and checks the whole answer. Failures after
+        that end the stream with a failed :class:`TurnResult`.
         """
         ...
