@@ -112,9 +112,10 @@ async def _run(
             unsaved = await _pump(service, turn, events, put, flowing)
     except BaseException as error:
         if ready.done():
-            if not isinstance(error, asyncio.CancelledError):
-                logger.exception("streamed turn ended with an error after it was stored")
-            raise
+            if isinstance(error, asyncio.CancelledError):
+                raise
+            logger.exception("streamed turn %s ended with an error", body.model)
+            return
         if isinstance(error, Exception):
             ready.set_exception(error)
         else:
