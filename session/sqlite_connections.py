@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,13 +31,28 @@ T = TypeVar("T")
 CHECKPOINT_EVERY_WRITES = 500
 
 
-def _connect(path: str, busy_timeout_ms: int) -> sqlite3.Connection:
+def _connect(path: str, busy_timeout_ms: int, *, wal: bool) -> sqlite3.Connection:
     conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    if wal:
+        _enable_wal(conn, busy_timeout_ms)
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def _enable_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """Switch the file to WAL; SQLite answers BUSY at once (no busy wait) while another
+    process opening the same file holds its lock, so wait here."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 class _Busy(Exception):
@@ -50,11 +66,11 @@ class SQLiteConnections:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_ms = int(busy_timeout_ms)
-        self.writer = _connect(str(path), self._busy_timeout_ms)
+        self.writer = _connect(str(path), self._busy_timeout_ms, wal=True)
         self.schema_version = migrate(sqlite_utils.Database(self.writer, execute_plugins=False))
         self.writer.execute("PRAGMA busy_timeout = 0")
         self.writer.execute("PRAGMA wal_autocheckpoint = 0")
-        self.reader = _connect(str(path), self._busy_timeout_ms)
+        self.reader = _connect(str(path), self._busy_timeout_ms, wal=False)
         # Held open to notice the file being unlinked (its link count drops to zero).
         self._file = os.open(self.path, os.O_RDONLY)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
