@@ -102,21 +102,30 @@ def test_an_idle_keep_alive_connection_is_closed(instance: tuple[Any, str]) -> N
 
 
 def test_past_the_connection_limit_requests_get_503_then_recover(
-    instance: tuple[Any, str],
+    tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
 ) -> None:
-    url = instance[1]
-    idle = [connect(url) for _ in range(8)]
+    config = write_config(tmp_path / "config.yaml", fake_upstream[1], header_timeout_seconds=30)
+    process, url = start_instance(config)
     try:
-        time.sleep(0.1)
-        assert httpx.get(f"{url}/healthz").status_code == 503
+        idle = [connect(url) for _ in range(8)]
+        try:
+            for _ in range(50):  # bounded wait for the server to accept all eight
+                refused = httpx.get(f"{url}/healthz")
+                if refused.status_code == 503:
+                    break
+                time.sleep(0.05)
+            assert refused.status_code == 503
+        finally:
+            for sock in idle:
+                sock.close()
+        for _ in range(50):  # bounded wait for the server to see the closed sockets
+            if httpx.get(f"{url}/healthz").status_code == 200:
+                break
+            time.sleep(0.05)
+        assert httpx.get(f"{url}/healthz").status_code == 200
     finally:
-        for sock in idle:
-            sock.close()
-    for _ in range(50):  # bounded wait for the server to see the closed sockets
-        if httpx.get(f"{url}/healthz").status_code == 200:
-            break
-        time.sleep(0.05)
-    assert httpx.get(f"{url}/healthz").status_code == 200
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def test_running_out_of_file_descriptors_is_quiet_and_recovers(
