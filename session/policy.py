@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from .errors import SaveConflict
@@ -16,6 +17,14 @@ class StoredTurn(Protocol):
 
     @property
     def status(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ExistingTurn:
+    """The two columns a backend reads to check an overwrite."""
+
+    previous_response_id: str | None
+    status: str
 
 
 def check_save(record: StoredResponse, existing: StoredTurn | None, *, overwrite: bool) -> None:

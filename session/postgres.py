@@ -25,7 +25,7 @@ from .conversations import Conversation
 from .errors import InvalidData, ResponseNotFound, SaveConflict, StoreUnavailable
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order, page_items
-from .policy import check_save
+from .policy import ExistingTurn, check_save
 from .postgres_schema import migrate
 
 _NAMES = (
@@ -207,22 +207,22 @@ class PostgresStore:
         row = _row(record)
         try:
             async with self._connection() as conn:
-                cursor = await conn.execute(
-                    f"SELECT {_COLUMNS} FROM responses WHERE project = %s AND id = %s FOR UPDATE",
-                    (record.project, record.id),
-                )
-                existing = await cursor.fetchone()
-                check_save(
-                    record,
-                    None if existing is None else _record(existing),
-                    overwrite=overwrite,
-                )
+                existing = None
+                if overwrite:  # a first save needs no read: ON CONFLICT reports a taken id
+                    cursor = await conn.execute(
+                        "SELECT previous_response_id, status FROM responses"
+                        " WHERE project = %s AND id = %s FOR UPDATE",
+                        (record.project, record.id),
+                    )
+                    found = await cursor.fetchone()
+                    existing = None if found is None else ExistingTurn(found[0], found[1])
+                check_save(record, existing, overwrite=overwrite)
                 if conversation_items is not None and record.conversation_id is not None:
                     await conversations.append(
                         conn, record.project, record.conversation_id, conversation_items
                     )
                 cursor = await conn.execute(_INSERT if existing is None else _UPSERT, row)
-                if cursor.rowcount == 0:  # another instance inserted this id meanwhile
+                if cursor.rowcount == 0:  # the id is taken (perhaps by another instance)
                     raise SaveConflict(record.id, "a response with this id already exists.")
         except psycopg.IntegrityError as error:
             raise SaveConflict(record.id, f"the database refused it ({error.sqlstate}).") from None

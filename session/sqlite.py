@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from .models import (
     StoredResponse,
 )
 from .paging import Order, page_items
-from .policy import check_save
+from .policy import ExistingTurn, check_save
 from .sqlite_connections import SQLiteConnections
 from .turn_cache import TurnCache
 
@@ -95,12 +94,6 @@ def _from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredResponse:
     )
 
 
-@dataclass(frozen=True)
-class _Existing:
-    previous_response_id: str | None
-    status: str
-
-
 class SQLiteStore:
     """A store in one SQLite file (WAL journal, busy timeout, versioned schema).
 
@@ -163,7 +156,7 @@ class SQLiteStore:
                     " WHERE project = ? AND id = ?",
                     (record.project, record.id),
                 ).fetchone()
-                existing = None if found is None else _Existing(found[0], found[1])
+                existing = None if found is None else ExistingTurn(found[0], found[1])
             check_save(record, existing, overwrite=overwrite)
             if conversation_items is not None and record.conversation_id is not None:
                 conversations.append(
