@@ -79,6 +79,7 @@ def build_store(settings: SessionSettings) -> SessionStore:
             pool_max=pg.pool_max,
             connect_timeout=pg.connect_timeout_seconds,
             statement_timeout=pg.statement_timeout_seconds,
+            cache_turns=settings.cache_turns,
         )
     return SQLiteStore(
         settings.sqlite.path,

@@ -20,13 +20,14 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from . import postgres_conversations as conversations
-from .chain import DEFAULT_MAX_DEPTH, assemble_chain
+from .chain import DEFAULT_MAX_DEPTH, chain_turn
 from .conversations import Conversation
 from .errors import InvalidData, ResponseNotFound, SaveConflict, StoreUnavailable
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order, page_items
 from .policy import ExistingTurn, check_save
 from .postgres_schema import migrate
+from .turn_cache import TurnCache, resolve_cached
 
 _NAMES = (
     "project",
@@ -135,8 +136,10 @@ class PostgresStore:
         pool_max: int = 10,
         connect_timeout: float = 5.0,
         statement_timeout: float = 10.0,
+        cache_turns: int = 10_000,
     ) -> None:
         self._max_depth = max_depth
+        self._cache = TurnCache(cache_turns)
         # A stalled network carries not even the server-side timeout's error: each call
         # gives up a little later on its own (see ``bounded``).
         self.deadline = connect_timeout + statement_timeout + 1.0
@@ -226,15 +229,27 @@ class PostgresStore:
                     raise SaveConflict(record.id, "a response with this id already exists.")
         except psycopg.IntegrityError as error:
             raise SaveConflict(record.id, f"the database refused it ({error.sqlstate}).") from None
+        self._cache.put(record.project, chain_turn(record))
 
     @bounded
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
-        params = {"project": project, "id": response_id, "max_depth": self._max_depth}
-        async with self._connection() as conn:
-            cursor = await conn.execute(_CHAIN_SQL, params)
-            rows = await cursor.fetchall()
-        turns = {row[0]: ChainTurn(row[0], row[1], row[2], row[3], row[4]) for row in rows}
-        return assemble_chain(response_id, turns, self._max_depth)
+        async def existing(ids: list[str]) -> set[str]:
+            async with self._connection() as conn:
+                cursor = await conn.execute(
+                    "SELECT id FROM responses WHERE project = %s AND id = ANY(%s)", (project, ids)
+                )
+                return {row[0] for row in await cursor.fetchall()}
+
+        async def fetch(head: str, limit: int) -> list[ChainTurn]:
+            params = {"project": project, "id": head, "max_depth": limit - 1}
+            async with self._connection() as conn:
+                cursor = await conn.execute(_CHAIN_SQL, params)
+                rows = await cursor.fetchall()
+            return [ChainTurn(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+
+        return await resolve_cached(
+            self._cache, project, response_id, self._max_depth, existing=existing, fetch=fetch
+        )
 
     @bounded
     async def list_input_items(
@@ -259,6 +274,7 @@ class PostgresStore:
 
     @bounded
     async def delete(self, project: str, response_id: str) -> None:
+        self._cache.discard(project, response_id)
         async with self._connection() as conn:
             cursor = await conn.execute(
                 "DELETE FROM responses WHERE project = %s AND id = %s", (project, response_id)

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from . import sqlite_conversations as conversations
-from .chain import DEFAULT_MAX_DEPTH, assemble_chain, chain_turn
+from .chain import DEFAULT_MAX_DEPTH, chain_turn
 from .conversations import Conversation
 from .errors import ResponseNotFound, SaveConflict
 from .models import (
@@ -26,7 +26,7 @@ from .models import (
 from .paging import Order, page_items
 from .policy import ExistingTurn, check_save
 from .sqlite_connections import SQLiteConnections
-from .turn_cache import TurnCache
+from .turn_cache import TurnCache, resolve_cached
 
 _COLUMN_NAMES = (
     "project",
@@ -60,6 +60,18 @@ SELECT r.id, r.previous_response_id, r.status,
        coalesce(json_extract(r.response, '$.output'), '[]')
 FROM chain JOIN responses r ON r.project = :project AND r.id = chain.id
 """
+
+
+def _existing_ids(conn: sqlite3.Connection, project: str, ids: list[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(ids), 500):  # within SQLite's limit of bound parameters
+        chunk = ids[start : start + 500]
+        rows = conn.execute(
+            f"SELECT id FROM responses WHERE project = ? AND id IN ({', '.join('?' * len(chunk))})",
+            (project, *chunk),
+        )
+        found.update(row[0] for row in rows)
+    return found
 
 
 def _to_row(record: StoredResponse) -> tuple[Any, ...]:
@@ -172,43 +184,20 @@ class SQLiteStore:
         self._cache.put(record.project, chain_turn(record))
 
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
-        turns, first_missing = self._cache.walk(project, response_id, self._max_depth)
-        if turns:
-            await self._forget_deleted(project, turns)
-        if first_missing is not None:
-            limit = self._max_depth + 1 - len(turns)
+        async def existing(ids: list[str]) -> set[str]:
+            return await self._db.read_now(lambda conn: _existing_ids(conn, project, ids))
 
-            def read(conn: sqlite3.Connection) -> list[Any]:
-                params = {"project": project, "id": first_missing, "limit": limit}
-                return conn.execute(_CHAIN_SQL, params).fetchall()
+        async def fetch(head: str, limit: int) -> list[ChainTurn]:
+            params = {"project": project, "id": head, "limit": limit}
+            rows = await self._db.read(lambda conn: conn.execute(_CHAIN_SQL, params).fetchall())
+            return [
+                ChainTurn(row[0], row[1], row[2], orjson.loads(row[3]), orjson.loads(row[4]))
+                for row in rows
+            ]
 
-            for row in await self._db.read(read):
-                turn = ChainTurn(row[0], row[1], row[2], orjson.loads(row[3]), orjson.loads(row[4]))
-                turns[turn.id] = turn
-                self._cache.put(project, turn)
-        return assemble_chain(response_id, turns, self._max_depth)
-
-    async def _forget_deleted(self, project: str, turns: dict[str, ChainTurn]) -> None:
-        """Drop from ``turns`` (and the cache) the cached turns deleted since, by anyone."""
-        ids = list(turns)
-
-        def existing(conn: sqlite3.Connection) -> set[str]:
-            found: set[str] = set()
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                found.update(
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT id FROM responses WHERE project = ?"
-                        f" AND id IN ({', '.join('?' * len(chunk))})",
-                        (project, *chunk),
-                    )
-                )
-            return found
-
-        for gone in set(ids) - await self._db.read_now(existing):
-            del turns[gone]
-            self._cache.discard(project, gone)
+        return await resolve_cached(
+            self._cache, project, response_id, self._max_depth, existing=existing, fetch=fetch
+        )
 
     async def list_input_items(
         self,

@@ -9,8 +9,10 @@ instead of reading and decoding each turn's JSON again.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 
-from .models import CONTINUABLE_STATUSES, ChainTurn
+from .chain import assemble_chain
+from .models import CONTINUABLE_STATUSES, ChainTurn, ResolvedChain
 
 
 class TurnCache:
@@ -53,3 +55,29 @@ class TurnCache:
             turns[current] = turn
             current = turn.previous_response_id
         return turns, None
+
+
+async def resolve_cached(
+    cache: TurnCache,
+    project: str,
+    head: str,
+    max_depth: int,
+    *,
+    existing: Callable[[list[str]], Awaitable[set[str]]],
+    fetch: Callable[[str, int], Awaitable[list[ChainTurn]]],
+) -> ResolvedChain:
+    """Resolve the chain ending at ``head``: cached turns first, the rest from the store.
+
+    ``existing(ids)`` returns which of the ids are still stored; ``fetch(id, limit)``
+    reads up to ``limit`` turns of the chain that ends at ``id``, as one query.
+    """
+    turns, first_missing = cache.walk(project, head, max_depth)
+    if turns:
+        for gone in set(turns) - await existing(list(turns)):
+            del turns[gone]
+            cache.discard(project, gone)
+    if first_missing is not None:
+        for turn in await fetch(first_missing, max_depth + 1 - len(turns)):
+            turns[turn.id] = turn
+            cache.put(project, turn)
+    return assemble_chain(head, turns, max_depth)

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from gateway import create_app
-from session import ChainCycle, StoreUnavailable
+from session import ChainAncestorMissing, ChainCycle, StoreUnavailable
 from session.postgres import PostgresStore
 from session.postgres_schema import MIGRATIONS
 
@@ -49,8 +49,10 @@ async def test_a_hand_written_cycle_is_reported(postgres_dsn: str) -> None:
     store = PostgresStore(postgres_dsn)
     for name, parent in (("a", None), ("b", "a"), ("c", "b")):
         await store.save(turn(name, parent))
+    await store.close()
     async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
         await conn.execute("UPDATE responses SET previous_response_id = 'c' WHERE id = 'a'")
+    store = PostgresStore(postgres_dsn)  # a corruption found on reading, not through the cache
     with pytest.raises(ChainCycle):
         await store.resolve_chain("default", "c")
     await store.close()
@@ -108,3 +110,19 @@ def test_the_gateway_answers_503_while_the_database_is_down(
                     break
                 time.sleep(0.2)
             assert again.status_code == 200
+
+
+@pytest.mark.anyio
+async def test_a_turn_deleted_by_another_instance_breaks_cached_chains(postgres_dsn: str) -> None:
+    first, second = PostgresStore(postgres_dsn), PostgresStore(postgres_dsn)
+    parent = None
+    for n in range(5):
+        await first.save(turn(f"r{n}", parent))
+        parent = f"r{n}"
+    assert len((await first.resolve_chain("default", "r4")).turns) == 5  # all from its cache
+    await second.delete("default", "r2")
+    with pytest.raises(ChainAncestorMissing) as missing:
+        await first.resolve_chain("default", "r4")
+    assert missing.value.response_id == "r2"
+    await first.close()
+    await second.close()
