@@ -114,7 +114,7 @@ async def _run(
         if ready.done():
             if isinstance(error, asyncio.CancelledError):
                 raise
-            logger.exception("streamed turn %s ended with an error", body.model)
+            logger.exception("a streamed turn (model %s) failed while closing", body.model)
             return
         if isinstance(error, Exception):
             ready.set_exception(error)

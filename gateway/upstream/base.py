@@ -22,3 +22,10 @@ class Upstream(Protocol):
         that end the stream with a failed :class:`TurnResult`.
         """
         ...
+
+
+async def replay(events: list[Event], result: TurnResult) -> UpstreamStream:
+    """An answer already complete (non-streamed) as the stream adapters yield."""
+    for event in events:
+        yield event
+    yield result

@@ -8,12 +8,12 @@ from contextlib import asynccontextmanager
 import aiohttp
 import orjson
 
-from .base import UpstreamStream
+from .base import UpstreamStream, replay
 from .chat_request import to_chat_request
 from .chat_response import ChatTranslator, MalformedAnswer
 from .errors import UpstreamError, UpstreamInvalidResponse
 from .http import ProviderClient, describe_stream_failure, scrub
-from .results import Event, Item, TurnResult
+from .results import Item
 
 
 class UpstreamReportedError(Exception):
@@ -40,7 +40,7 @@ class ChatCompletionsUpstream:
                     f"The upstream provider '{self._name}' sent an invalid answer: {error}.",
                 ) from None
             closing, result = translator.finish()
-            yield _replay([*events, *closing], result)
+            yield replay([*events, *closing], result)
             return
         async with self._client.open_events("/chat/completions", chat.payload) as data:
             yield self._stream(data, translator)
@@ -82,9 +82,3 @@ class ChatCompletionsUpstream:
         for event in closing:
             yield event
         yield result
-
-
-async def _replay(events: list[Event], result: TurnResult) -> UpstreamStream:
-    for event in events:
-        yield event
-    yield result

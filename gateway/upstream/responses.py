@@ -16,7 +16,7 @@ import orjson
 
 from session import new_item_id
 
-from .base import UpstreamStream
+from .base import UpstreamStream, replay
 from .errors import UpstreamError, UpstreamInvalidResponse
 from .http import ProviderClient, describe_stream_failure, scrub
 from .results import Event, Item, TurnResult, complete_usage, failed_result
@@ -122,7 +122,7 @@ class ResponsesUpstream:
                     self._name,
                     f"The upstream provider '{self._name}' sent an invalid answer: {error}.",
                 ) from None
-            yield _one(result)
+            yield replay([], result)
             return
         async with self._client.open_events("/responses", payload) as data:
             yield self._stream(data)
@@ -166,7 +166,3 @@ class ResponsesUpstream:
         yield failed_result(
             f"The answer from upstream provider '{self._name}' ended before it was complete.", done
         )
-
-
-async def _one(result: TurnResult) -> UpstreamStream:
-    yield result
