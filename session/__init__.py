@@ -16,6 +16,7 @@ from .errors import (
     InvalidData,
     ItemConflict,
     ItemNotFound,
+    KeyNotFound,
     ResponseNotFound,
     SaveConflict,
     SessionError,
@@ -30,6 +31,7 @@ from .factory import (
     check_backend_installed,
 )
 from .ids import new_id, new_item_id
+from .keys import ApiKey, hash_secret, new_key
 from .memory import MemoryStore
 from .models import (
     ChainTurn,
@@ -45,9 +47,11 @@ from .models import (
 from .paging import Order, page_items
 from .sqlite import SQLiteStore
 from .store import SessionStore
+from .usage import Pruned, UsageRow
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "ApiKey",
     "BackendNotInstalled",
     "ChainAncestorMissing",
     "ChainCycle",
@@ -62,9 +66,11 @@ __all__ = [
     "ItemConflict",
     "ItemNotFound",
     "ItemPage",
+    "KeyNotFound",
     "MemoryStore",
     "Order",
     "PostgresSettings",
+    "Pruned",
     "RequestSnapshot",
     "ResolvedChain",
     "ResponseNotFound",
@@ -79,11 +85,14 @@ __all__ = [
     "StoreUnavailable",
     "StoredResponse",
     "TurnNotContinuable",
+    "UsageRow",
     "assemble_chain",
     "build_store",
     "check_backend_installed",
+    "hash_secret",
     "new_id",
     "new_item_id",
+    "new_key",
     "normalise_input",
     "page_items",
 ]

@@ -6,6 +6,7 @@ SessionError
 ├── SaveConflict              the save policy refused a write
 ├── StoreUnavailable          the backing database cannot be reached or written
 ├── InvalidData               a value the database cannot hold
+├── KeyNotFound               no managed API key has this id
 └── ChainError                a chain that cannot be resolved
     ├── ChainAncestorMissing  a parent in the chain no longer exists
     ├── ChainCycle            the parent links loop (a corrupted database)
@@ -83,6 +84,14 @@ class StoreUnavailable(SessionError):
 
 class InvalidData(SessionError):
     code = "invalid_data"
+
+
+class KeyNotFound(SessionError):
+    code = "key_not_found"
+
+    def __init__(self, key_id: str) -> None:
+        super().__init__(f"No API key with id '{key_id}'.")
+        self.key_id = key_id
 
 
 class BackendNotInstalled(SessionError):

@@ -10,10 +10,12 @@ from typing import TypeVar
 
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
 from .conversations import Conversation, fresh_items
-from .errors import ConversationNotFound, ItemNotFound, ResponseNotFound
+from .errors import ConversationNotFound, ItemNotFound, KeyNotFound, ResponseNotFound
+from .keys import ApiKey
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse, normalise_input
 from .paging import Order, page_items
 from .policy import check_save
+from .usage import Pruned, UsageRow, usage_of
 
 T = TypeVar("T")
 
@@ -49,6 +51,7 @@ def _chain_turn(serialised: str) -> ChainTurn:
 @dataclass
 class _ConversationState:
     record: str
+    updated_at: float
     items: dict[str, str] = field(default_factory=dict)  # item id -> JSON, in append order
 
     def append(self, items: list[Item]) -> list[Item]:
@@ -57,6 +60,7 @@ class _ConversationState:
         existing = {item["id"]: stored[item["id"]] for item in batch if item["id"] in stored}
         for item in fresh_items(batch, existing):
             self.items[item["id"]] = json.dumps(item)
+            self.updated_at = time.time()
         return batch
 
 
@@ -71,6 +75,7 @@ class MemoryStore:
         self._responses: dict[str, dict[str, str]] = {}
         self._unfinished: dict[tuple[str, str], float] = {}  # (project, id) -> created_at
         self._conversations: dict[str, dict[str, _ConversationState]] = {}
+        self._keys: dict[str, str] = {}  # key id -> JSON
 
     # -- responses ---------------------------------------------------------------------
 
@@ -141,7 +146,7 @@ class MemoryStore:
     async def create_conversation(
         self, conversation: Conversation, items: list[Item]
     ) -> list[Item]:
-        state = _ConversationState(conversation.model_dump_json())
+        state = _ConversationState(conversation.model_dump_json(), conversation.created_at)
         stored = state.append(items)
         self._conversations.setdefault(conversation.project, {})[conversation.id] = state
         return stored
@@ -157,6 +162,7 @@ class MemoryStore:
             update={"metadata": dict(metadata)}
         )
         state.record = updated.model_dump_json()
+        state.updated_at = time.time()
         return updated
 
     async def delete_conversation(self, project: str, conversation_id: str) -> None:
@@ -207,6 +213,54 @@ class MemoryStore:
             await self.save(failed, overwrite=True)
         return len(stale)
 
+    async def prune(self, before: float, limit: int) -> Pruned:
+        responses = [
+            (project, response_id)
+            for project, records in self._responses.items()
+            for response_id, record in records.items()
+            if json.loads(record)["created_at"] < before
+        ][:limit]
+        for project, response_id in responses:
+            await self.delete(project, response_id)
+        conversations = [
+            (project, conversation_id)
+            for project, states in self._conversations.items()
+            for conversation_id, state in states.items()
+            if state.updated_at < before
+        ][:limit]
+        for project, conversation_id in conversations:
+            del self._conversations[project][conversation_id]
+        return Pruned(len(responses), len(conversations))
+
+    async def usage(self, project: str | None, since: float) -> list[UsageRow]:
+        projects = self._responses if project is None else [project]
+        return usage_of(
+            record
+            for name in projects
+            for record in self._project(name).values()
+            if record.created_at >= since
+        )
+
+    async def create_key(self, key: ApiKey) -> None:
+        self._keys[key.id] = key.model_dump_json()
+
+    async def find_key(self, secret_hash: str) -> ApiKey | None:
+        keys = (ApiKey.model_validate_json(key) for key in self._keys.values())
+        return next((key for key in keys if key.secret_hash == secret_hash), None)
+
+    async def list_keys(self, project: str | None = None) -> list[ApiKey]:
+        keys = [ApiKey.model_validate_json(key) for key in self._keys.values()]
+        return [key for key in keys if project is None or key.project == project]
+
+    async def revoke_key(self, key_id: str) -> ApiKey:
+        if key_id not in self._keys:
+            raise KeyNotFound(key_id)
+        key = ApiKey.model_validate_json(self._keys[key_id])
+        if key.revoked_at is None:
+            key = key.model_copy(update={"revoked_at": time.time()})
+            self._keys[key_id] = key.model_dump_json()
+        return key
+
     async def ping(self) -> None:
         return None
 
@@ -214,3 +268,4 @@ class MemoryStore:
         self._responses.clear()
         self._unfinished.clear()
         self._conversations.clear()
+        self._keys.clear()

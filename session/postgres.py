@@ -19,15 +19,18 @@ from psycopg import AsyncConnection
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from . import postgres_admin as admin
 from . import postgres_conversations as conversations
 from .chain import DEFAULT_MAX_DEPTH, chain_turn
 from .conversations import Conversation
 from .errors import InvalidData, ResponseNotFound, SaveConflict, StoreUnavailable
+from .keys import ApiKey
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order, page_items
 from .policy import ExistingTurn, check_save
 from .postgres_schema import migrate
 from .turn_cache import TurnCache, resolve_cached
+from .usage import Pruned, UsageRow
 
 _NAMES = (
     "project",
@@ -354,6 +357,36 @@ class PostgresStore:
                 (time.time(), Jsonb(error), before),
             )
             return cursor.rowcount
+
+    @bounded
+    async def prune(self, before: float, limit: int) -> Pruned:
+        async with self._connection() as conn:
+            return await admin.prune(conn, before, limit)
+
+    @bounded
+    async def usage(self, project: str | None, since: float) -> list[UsageRow]:
+        async with self._connection() as conn:
+            return await admin.usage(conn, project, since)
+
+    @bounded
+    async def create_key(self, key: ApiKey) -> None:
+        async with self._connection() as conn:
+            await admin.insert_key(conn, key)
+
+    @bounded
+    async def find_key(self, secret_hash: str) -> ApiKey | None:
+        async with self._connection() as conn:
+            return await admin.find_key(conn, secret_hash)
+
+    @bounded
+    async def list_keys(self, project: str | None = None) -> list[ApiKey]:
+        async with self._connection() as conn:
+            return await admin.list_keys(conn, project)
+
+    @bounded
+    async def revoke_key(self, key_id: str) -> ApiKey:
+        async with self._connection() as conn:
+            return await admin.revoke_key(conn, key_id, time.time())
 
     @bounded
     async def ping(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -18,10 +19,12 @@ _KEY = "project = %s AND conversation_id = %s"
 
 async def insert(conn: Connection, conversation: Conversation) -> None:
     await conn.execute(
-        "INSERT INTO conversations (project, id, created_at, metadata) VALUES (%s, %s, %s, %s)",
+        "INSERT INTO conversations (project, id, created_at, updated_at, metadata)"
+        " VALUES (%s, %s, %s, %s, %s)",
         (
             conversation.project,
             conversation.id,
+            conversation.created_at,
             conversation.created_at,
             Jsonb(conversation.metadata),
         ),
@@ -55,8 +58,8 @@ async def update(
     conn: Connection, project: str, conversation_id: str, metadata: dict[str, str]
 ) -> Conversation:
     cursor = await conn.execute(
-        "UPDATE conversations SET metadata = %s WHERE project = %s AND id = %s",
-        (Jsonb(metadata), project, conversation_id),
+        "UPDATE conversations SET metadata = %s, updated_at = %s WHERE project = %s AND id = %s",
+        (Jsonb(metadata), time.time(), project, conversation_id),
     )
     if cursor.rowcount == 0:
         raise ConversationNotFound(conversation_id)
@@ -93,8 +96,9 @@ async def append(
                 ],
             )
         await conn.execute(
-            "UPDATE conversations SET next_seq = %s WHERE project = %s AND id = %s",
-            (next_seq + len(fresh), project, conversation_id),
+            "UPDATE conversations SET next_seq = %s, updated_at = %s"
+            " WHERE project = %s AND id = %s",
+            (next_seq + len(fresh), time.time(), project, conversation_id),
         )
     return batch
 

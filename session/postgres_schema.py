@@ -58,6 +58,23 @@ MIGRATIONS: list[str] = [
     DROP INDEX responses_parent;
     DROP INDEX responses_conversation;
     """,
+    # API keys; retention deletes by age across projects, so its indexes lead with time.
+    """
+    CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        project TEXT NOT NULL,
+        name TEXT,
+        secret_hash TEXT NOT NULL UNIQUE,
+        created_at DOUBLE PRECISION NOT NULL,
+        revoked_at DOUBLE PRECISION,
+        requests_per_minute INTEGER
+    );
+    DROP INDEX responses_created;
+    CREATE INDEX responses_created ON responses (created_at);
+    ALTER TABLE conversations ADD COLUMN updated_at DOUBLE PRECISION;
+    UPDATE conversations SET updated_at = created_at;
+    CREATE INDEX conversations_updated ON conversations (updated_at);
+    """,
 ]
 
 

@@ -10,10 +10,12 @@ from typing import Any
 
 import orjson
 
+from . import sqlite_admin as admin
 from . import sqlite_conversations as conversations
 from .chain import DEFAULT_MAX_DEPTH, chain_turn
 from .conversations import Conversation
 from .errors import ResponseNotFound, SaveConflict
+from .keys import ApiKey
 from .models import (
     ChainTurn,
     Item,
@@ -27,6 +29,7 @@ from .paging import Order, page_items
 from .policy import ExistingTurn, check_save
 from .sqlite_connections import SQLiteConnections
 from .turn_cache import TurnCache, resolve_cached
+from .usage import Pruned, UsageRow
 
 _COLUMN_NAMES = (
     "project",
@@ -293,6 +296,24 @@ class SQLiteStore:
             return cursor.rowcount
 
         return await self._db.write(sweep)
+
+    async def prune(self, before: float, limit: int) -> Pruned:
+        return await self._db.write(lambda conn: admin.prune(conn, before, limit))
+
+    async def usage(self, project: str | None, since: float) -> list[UsageRow]:
+        return await self._db.read(lambda conn: admin.usage(conn, project, since))
+
+    async def create_key(self, key: ApiKey) -> None:
+        await self._db.write(lambda conn: admin.insert_key(conn, key))
+
+    async def find_key(self, secret_hash: str) -> ApiKey | None:
+        return await self._db.read(lambda conn: admin.find_key(conn, secret_hash))
+
+    async def list_keys(self, project: str | None = None) -> list[ApiKey]:
+        return await self._db.read(lambda conn: admin.list_keys(conn, project))
+
+    async def revoke_key(self, key_id: str) -> ApiKey:
+        return await self._db.write(lambda conn: admin.revoke_key(conn, key_id, time.time()))
 
     async def ping(self) -> None:
         await self._db.read(lambda conn: conn.execute("SELECT 1").fetchone())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 
 from .conversations import Conversation, conversation_from_row, fresh_items
 from .errors import ConversationNotFound, InvalidCursor, ItemNotFound
@@ -13,11 +14,12 @@ from .paging import Order
 
 def insert(conn: sqlite3.Connection, conversation: Conversation) -> None:
     conn.execute(
-        "INSERT INTO conversations (project, id, created_at, metadata, next_seq)"
-        " VALUES (?, ?, ?, ?, 1)",
+        "INSERT INTO conversations (project, id, created_at, updated_at, metadata, next_seq)"
+        " VALUES (?, ?, ?, ?, ?, 1)",
         (
             conversation.project,
             conversation.id,
+            conversation.created_at,
             conversation.created_at,
             json.dumps(conversation.metadata),
         ),
@@ -38,8 +40,8 @@ def update(
     conn: sqlite3.Connection, project: str, conversation_id: str, metadata: dict[str, str]
 ) -> Conversation:
     cursor = conn.execute(
-        "UPDATE conversations SET metadata = ? WHERE project = ? AND id = ?",
-        (json.dumps(metadata), project, conversation_id),
+        "UPDATE conversations SET metadata = ?, updated_at = ? WHERE project = ? AND id = ?",
+        (json.dumps(metadata), time.time(), project, conversation_id),
     )
     if cursor.rowcount == 0:
         raise ConversationNotFound(conversation_id)
@@ -81,10 +83,11 @@ def append(
             for n, item in enumerate(fresh)
         ],
     )
-    conn.execute(
-        "UPDATE conversations SET next_seq = ? WHERE project = ? AND id = ?",
-        (next_seq + len(fresh), project, conversation_id),
-    )
+    if fresh:
+        conn.execute(
+            "UPDATE conversations SET next_seq = ?, updated_at = ? WHERE project = ? AND id = ?",
+            (next_seq + len(fresh), time.time(), project, conversation_id),
+        )
     return batch
 
 

@@ -68,11 +68,34 @@ def _v4_drop_unread_indexes(db: sqlite_utils.Database) -> None:
     db.execute("DROP INDEX idx_responses_project_conversation_id")
 
 
+def _v5_keys_and_retention(db: sqlite_utils.Database) -> None:
+    db.execute(
+        """
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            project TEXT NOT NULL,
+            name TEXT,
+            secret_hash TEXT NOT NULL UNIQUE,
+            created_at REAL NOT NULL,
+            revoked_at REAL,
+            requests_per_minute INTEGER
+        )
+        """
+    )
+    # Retention deletes by age across projects: the index leads with the time.
+    db.execute("DROP INDEX idx_responses_project_created_at")
+    db.execute("CREATE INDEX responses_created ON responses (created_at)")
+    db.execute("ALTER TABLE conversations ADD COLUMN updated_at REAL")
+    db.execute("UPDATE conversations SET updated_at = created_at")
+    db.execute("CREATE INDEX conversations_updated ON conversations (updated_at)")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_responses,
     _v2_conversations,
     _v3_unfinished_index,
     _v4_drop_unread_indexes,
+    _v5_keys_and_retention,
 ]
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from .conversations import Conversation
+from .keys import ApiKey
 from .models import Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order
+from .usage import Pruned, UsageRow
 
 
 class SessionStore(Protocol):
@@ -114,6 +116,31 @@ class SessionStore(Protocol):
         Such a turn outlived every deadline, so the instance running it is gone; its
         ``response.error`` becomes ``error``. Returns how many turns were marked.
         """
+        ...
+
+    async def prune(self, before: float, limit: int) -> Pruned:
+        """Delete up to ``limit`` turns created, and ``limit`` conversations last changed,
+        before ``before`` (Unix time). Safe to run on several instances at once."""
+        ...
+
+    async def usage(self, project: str | None, since: float) -> list[UsageRow]:
+        """Token totals of the turns created since ``since``, by project and model."""
+        ...
+
+    async def create_key(self, key: ApiKey) -> None:
+        """Store a managed API key (its secret's hash, never the secret)."""
+        ...
+
+    async def find_key(self, secret_hash: str) -> ApiKey | None:
+        """The key whose secret hashes to ``secret_hash``, revoked or not."""
+        ...
+
+    async def list_keys(self, project: str | None = None) -> list[ApiKey]:
+        """Every managed key, or one project's, oldest first."""
+        ...
+
+    async def revoke_key(self, key_id: str) -> ApiKey:
+        """Mark a key revoked (again is a no-op); raise ``KeyNotFound`` if absent."""
         ...
 
     async def ping(self) -> None:

@@ -1,0 +1,83 @@
+"""API keys, retention and usage statements for the PostgreSQL backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from .errors import KeyNotFound
+from .keys import KEY_COLUMNS, ApiKey, key_from_row
+from .usage import Pruned, UsageRow, usage_row
+
+Connection = AsyncConnection[tuple[Any, ...]]
+
+
+async def insert_key(conn: Connection, key: ApiKey) -> None:
+    await conn.execute(
+        f"INSERT INTO api_keys ({KEY_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        tuple(key.model_dump().values()),
+    )
+
+
+async def find_key(conn: Connection, secret_hash: str) -> ApiKey | None:
+    cursor = await conn.execute(
+        f"SELECT {KEY_COLUMNS} FROM api_keys WHERE secret_hash = %s", (secret_hash,)
+    )
+    row = await cursor.fetchone()
+    return None if row is None else key_from_row(row)
+
+
+async def list_keys(conn: Connection, project: str | None) -> list[ApiKey]:
+    cursor = await conn.execute(
+        f"SELECT {KEY_COLUMNS} FROM api_keys WHERE %s::text IS NULL OR project = %s"
+        " ORDER BY created_at, id",
+        (project, project),
+    )
+    return [key_from_row(row) for row in await cursor.fetchall()]
+
+
+async def revoke_key(conn: Connection, key_id: str, now: float) -> ApiKey:
+    await conn.execute(
+        "UPDATE api_keys SET revoked_at = %s WHERE id = %s AND revoked_at IS NULL", (now, key_id)
+    )
+    cursor = await conn.execute(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE id = %s", (key_id,))
+    row = await cursor.fetchone()
+    if row is None:
+        raise KeyNotFound(key_id)
+    return key_from_row(row)
+
+
+async def prune(conn: Connection, before: float, limit: int) -> Pruned:
+    """Delete up to ``limit`` turns and ``limit`` conversations last active before ``before``.
+
+    Rows another instance is deleting right now are skipped, not waited for: each row is
+    deleted, and counted, by one instance.
+    """
+    responses = await conn.execute(
+        "DELETE FROM responses WHERE ctid IN (SELECT ctid FROM responses WHERE created_at < %s"
+        " LIMIT %s FOR UPDATE SKIP LOCKED)",
+        (before, limit),
+    )
+    conversations = await conn.execute(
+        "DELETE FROM conversations WHERE ctid IN (SELECT ctid FROM conversations"
+        " WHERE updated_at < %s LIMIT %s FOR UPDATE SKIP LOCKED)",
+        (before, limit),
+    )
+    return Pruned(responses.rowcount, conversations.rowcount)
+
+
+async def usage(conn: Connection, project: str | None, since: float) -> list[UsageRow]:
+    cursor = await conn.execute(
+        """
+        SELECT project, request ->> 'model', count(*),
+               sum((response #>> '{usage,input_tokens}')::bigint),
+               sum((response #>> '{usage,output_tokens}')::bigint),
+               sum((response #>> '{usage,input_tokens_details,cached_tokens}')::bigint),
+               sum((response #>> '{usage,output_tokens_details,reasoning_tokens}')::bigint)
+        FROM responses WHERE created_at >= %s AND (%s::text IS NULL OR project = %s)
+        GROUP BY 1, 2 ORDER BY 1, 2
+        """,
+        (since, project, project),
+    )
+    return [usage_row(*row) for row in await cursor.fetchall()]

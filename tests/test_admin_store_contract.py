@@ -1,0 +1,150 @@
+"""Managed keys, retention and usage: the operator's half of the store contract."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from session import (
+    ChainAncestorMissing,
+    Conversation,
+    ConversationNotFound,
+    KeyNotFound,
+    MemoryStore,
+    Pruned,
+    ResponseNotFound,
+    SessionStore,
+    UsageRow,
+    hash_secret,
+    new_key,
+)
+
+from .conftest import StoreFactory
+from .records import turn, user_item
+
+pytestmark = pytest.mark.anyio
+
+DAY = 86400.0
+
+
+async def test_a_managed_key_is_found_by_its_secret_only(store: SessionStore) -> None:
+    key, secret = new_key("team-a", name="ci", requests_per_minute=60)
+    await store.create_key(key)
+    found = await store.find_key(hash_secret(secret))
+    assert found == key and found.revoked_at is None
+    assert secret not in found.model_dump_json()
+    assert await store.find_key(hash_secret(secret + "x")) is None
+
+
+async def test_keys_are_listed_by_project_and_revoked_once(store: SessionStore) -> None:
+    first, secret = new_key("team-a")
+    second, _ = new_key("team-b")
+    await store.create_key(first)
+    await store.create_key(second)
+    assert [k.id for k in await store.list_keys()] == [first.id, second.id]
+    assert [k.id for k in await store.list_keys("team-b")] == [second.id]
+    revoked = await store.revoke_key(first.id)
+    assert revoked.revoked_at is not None
+    assert (await store.revoke_key(first.id)).revoked_at == revoked.revoked_at
+    found = await store.find_key(hash_secret(secret))
+    assert found is not None and found.revoked_at == revoked.revoked_at
+    with pytest.raises(KeyNotFound):
+        await store.revoke_key("key_missing")
+
+
+async def aged_conversation(store: SessionStore, conversation_id: str, age: float) -> None:
+    conversation = Conversation(id=conversation_id, created_at=time.time() - age)
+    await store.create_conversation(conversation, [])
+
+
+async def test_prune_deletes_what_is_older_in_batches(store: SessionStore) -> None:
+    for n in range(5):
+        old = turn(f"old{n}", project="p1" if n % 2 else "p2")
+        old.created_at -= 40 * DAY
+        await store.save(old)
+    await store.save(turn("fresh"))
+    await aged_conversation(store, "conv_old", 40 * DAY)
+    await aged_conversation(store, "conv_new", 0)
+    cutoff = time.time() - 30 * DAY
+    assert await store.prune(cutoff, 3) == Pruned(3, 1)
+    assert await store.prune(cutoff, 3) == Pruned(2, 0)
+    assert not await store.prune(cutoff, 3)
+    await store.get("default", "fresh")
+    with pytest.raises(ResponseNotFound):
+        await store.get("p2", "old0")
+    with pytest.raises(ConversationNotFound):
+        await store.get_conversation("default", "conv_old")
+    await store.get_conversation("default", "conv_new")
+
+
+async def test_a_conversation_in_use_is_not_pruned(store: SessionStore) -> None:
+    await aged_conversation(store, "conv_1", 40 * DAY)
+    await store.append_items("default", "conv_1", [user_item("i1", "still here")])
+    assert not await store.prune(time.time() - 30 * DAY, 100)
+    assert [i["id"] for i in await store.conversation_items("default", "conv_1")] == ["i1"]
+
+
+async def test_a_pruned_ancestor_is_named_when_its_chain_is_continued(
+    store: SessionStore,
+) -> None:
+    root = turn("root")
+    root.created_at -= 40 * DAY
+    await store.save(root)
+    await store.save(turn("child", "root"))
+    await store.resolve_chain("default", "child")  # cached now
+    assert await store.prune(time.time() - 30 * DAY, 100) == Pruned(1, 0)
+    with pytest.raises(ChainAncestorMissing, match="'root'"):
+        await store.resolve_chain("default", "child")
+
+
+async def test_two_pruners_at_once_delete_each_record_once(store_factory: StoreFactory) -> None:
+    first = store_factory()
+    second = first if isinstance(first, MemoryStore) else store_factory()  # memory: one store
+    try:
+        for n in range(60):
+            old = turn(f"old{n}")
+            old.created_at -= 40 * DAY
+            await first.save(old)
+        cutoff = time.time() - 30 * DAY
+
+        async def drain(store: SessionStore) -> int:
+            deleted = 0
+            while pruned := await store.prune(cutoff, 7):
+                deleted += pruned.responses
+            return deleted
+
+        counts = await asyncio.gather(drain(first), drain(second))
+        assert sum(counts) == 60
+    finally:
+        await first.close()
+        if second is not first:
+            await second.close()
+
+
+async def test_usage_totals_tokens_by_project_and_model(store: SessionStore) -> None:
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 4,
+        "total_tokens": 14,
+        "input_tokens_details": {"cached_tokens": 3},
+        "output_tokens_details": {"reasoning_tokens": 2},
+    }
+    for n, project in enumerate(["a", "a", "b"]):
+        record = turn(f"r{n}", project=project)
+        record.response.usage = usage
+        await store.save(record)
+    await store.save(turn("no_usage", project="a"))
+    old = turn("old", project="a")
+    old.created_at -= 10 * DAY
+    old.response.usage = usage
+    await store.save(old)
+    since = time.time() - 7 * DAY
+    model = turn("x").request.model
+    assert await store.usage(None, since) == [
+        UsageRow("a", model, 3, 20, 8, 6, 4),
+        UsageRow("b", model, 1, 10, 4, 3, 2),
+    ]
+    assert await store.usage("b", since) == [UsageRow("b", model, 1, 10, 4, 3, 2)]
+    assert await store.usage("c", since) == []
