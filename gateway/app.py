@@ -15,10 +15,16 @@ from starlette.responses import Response
 
 from session import SessionError, SessionStore, build_store
 
+from .auth import Authenticator
 from .config import GatewayConfig
 from .errors import APIError, from_session_error, from_upstream_error, server_error
 from .maintenance import fail_stale_turns
-from .middleware import AccessLogMiddleware, AllowedHostsMiddleware, JSONOnlyMiddleware
+from .middleware import (
+    AccessLogMiddleware,
+    AllowedHostsMiddleware,
+    APIKeyMiddleware,
+    JSONOnlyMiddleware,
+)
 from .pipeline import ResponsesService
 from .routes import conversations, meta, responses
 from .upstream import ProviderClient, UnsupportedInput, UpstreamError
@@ -82,6 +88,7 @@ def create_app(
             }
             service = ResponsesService(opened, config, clients)
             app.state.service = service
+            app.state.authenticator = Authenticator(config.auth, opened)
             sweep = asyncio.create_task(
                 fail_stale_turns(opened, config.stale_after_seconds(), SWEEP_INTERVAL_SECONDS)
             )
@@ -97,6 +104,7 @@ def create_app(
         middleware=[
             Middleware(AccessLogMiddleware),
             Middleware(AllowedHostsMiddleware, allowed=config.server.hosts_allowed()),
+            *([Middleware(APIKeyMiddleware)] if config.auth.mode == "keys" else []),
             Middleware(JSONOnlyMiddleware),
         ],
         exception_handlers={

@@ -1,4 +1,4 @@
-"""``gateway serve`` and ``gateway check-config``."""
+"""``gateway serve``, ``gateway check-config`` and the operator's commands."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from session import BackendNotInstalled, check_backend_installed
 
+from . import operator_cli
 from .config import ConfigError, GatewayConfig, load_config
 from .server import serve
 
@@ -29,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check-config", help="report every problem in a configuration")
     check.add_argument("--config", help=config_help)
+    operator_cli.add_commands(commands, config_help)
     return parser
 
 
@@ -50,8 +52,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{len(config.providers)} provider(s), {len(config.models)} model route(s)"
         )
         return 0
+    if args.command in operator_cli.COMMANDS:
+        return operator_cli.run(args, config)
     if args.host:
         config.server.host = args.host
+        if (exposed := config.exposure_problem()) is not None:
+            print(f"gateway: --host: {exposed}", file=sys.stderr)
+            return 2
     if args.port is not None:
         config.server.port = args.port
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")

@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from session import SessionSettings
 
+from .auth_settings import AuthSettings
+
 WireApi = Literal["chat_completions", "responses", "echo"]
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -88,6 +90,7 @@ class Route(BaseModel):
 
 class GatewayConfig(_Section):
     server: ServerSettings = Field(default_factory=ServerSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
     session: SessionSettings = Field(default_factory=SessionSettings)
     providers: dict[str, ProviderSettings] = Field(
         default_factory=lambda: {"echo": ProviderSettings(wire_api="echo")}
@@ -104,9 +107,20 @@ class GatewayConfig(_Section):
         ]
         if self.default_provider is not None and self.default_provider not in self.providers:
             problems.append(f"default_provider: unknown provider {self.default_provider!r}")
+        if (exposed := self.exposure_problem()) is not None:
+            problems.append(exposed)
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def exposure_problem(self) -> str | None:
+        """Why this configuration must not run: open to every caller off loopback."""
+        if self.auth.mode == "none" and self.server.host not in LOOPBACK_HOSTS:
+            return (
+                f"auth.mode: 'none' is allowed only on a loopback address, and server.host is "
+                f"{self.server.host!r}; set auth.mode: keys (with auth.keys or managed keys)"
+            )
+        return None
 
     def stale_after_seconds(self) -> float:
         """Age past which an ``in_progress`` turn cannot still be running on any instance."""

@@ -5,6 +5,7 @@ This package knows nothing of HTTP or upstream providers.
 
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
 from .conversations import Conversation
+from .durations import parse_duration
 from .errors import (
     BackendNotInstalled,
     ChainAncestorMissing,
@@ -95,4 +96,5 @@ __all__ = [
     "new_key",
     "normalise_input",
     "page_items",
+    "parse_duration",
 ]

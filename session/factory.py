@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from .chain import DEFAULT_MAX_DEPTH
+from .durations import parse_duration
 from .errors import BackendNotInstalled
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 from .store import SessionStore
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
 
 
 class SQLiteSettings(BaseModel):
@@ -38,6 +41,7 @@ class SessionSettings(BaseModel):
     backend: Literal["memory", "sqlite", "postgres"] = "sqlite"
     max_chain_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1)
     cache_turns: int = Field(default=10_000, ge=0)
+    retention: Duration | None = None  # seconds; "30d" in config.yaml; None keeps forever
     sqlite: SQLiteSettings = Field(default_factory=SQLiteSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
 

@@ -4,7 +4,7 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,14 +72,16 @@ class Gateway:
     config: GatewayConfig
     fake: FakeUpstream
 
+    clients: list[OpenAI] = field(default_factory=list)
+
     def client(self, **options: Any) -> OpenAI:
-        return OpenAI(
-            base_url=f"{self.url}/v1",
-            api_key="client-key",
-            max_retries=0,
-            _strict_response_validation=True,
-            **options,
+        """A strict SDK client, closed when the test ends (with any stream it left open)."""
+        options.setdefault("api_key", "client-key")
+        client = OpenAI(
+            base_url=f"{self.url}/v1", max_retries=0, _strict_response_validation=True, **options
         )
+        self.clients.append(client)
+        return client
 
     def stored_rows(self) -> int:
         path = self.config.session.sqlite.path
@@ -129,4 +131,7 @@ def gateway(fake_upstream: tuple[FakeUpstream, str], tmp_path: Path) -> Iterator
     fake.replies.clear()
     config = gateway_config(url, tmp_path / "sessions.db")
     with serve(create_app(config)) as gateway_url:
-        yield Gateway(gateway_url, config, fake)
+        gateway = Gateway(gateway_url, config, fake)
+        yield gateway
+        for client in gateway.clients:
+            client.close()

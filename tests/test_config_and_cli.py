@@ -102,10 +102,10 @@ def test_chains_survive_a_restart_on_sqlite(
     def client(url: str) -> OpenAI:
         return OpenAI(base_url=f"{url}/v1", api_key="k", _strict_response_validation=True)
 
-    with serve(create_app(config)) as url:
-        first = client(url).responses.create(model="chat-model", input="before restart")
-    with serve(create_app(config)) as url:
-        second = client(url).responses.create(
+    with serve(create_app(config)) as url, client(url) as openai:
+        first = openai.responses.create(model="chat-model", input="before restart")
+    with serve(create_app(config)) as url, client(url) as openai:
+        second = openai.responses.create(
             model="chat-model", input="after restart", previous_response_id=first.id
         )
         assert client(url).responses.retrieve(first.id).output_text == "reply to: before restart"

@@ -20,8 +20,9 @@ def service(request: Request) -> ResponsesService:
 
 
 def project(request: Request) -> str:
-    """The tenant a request acts for (one project until API keys arrive)."""
-    return DEFAULT_PROJECT
+    """The project a request acts for: its API key's, or ``default`` without keys."""
+    found: str = request.scope.get("state", {}).get("project", DEFAULT_PROJECT)
+    return found
 
 
 async def read_body(request: Request) -> bytes:

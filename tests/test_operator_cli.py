@@ -1,0 +1,115 @@
+"""``gateway keys``, ``gateway prune`` and ``gateway usage`` on a real SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from gateway import create_app, load_config
+
+from .servers import serve
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def gateway(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+
+
+def write_config(tmp_path: Path, **sections: Any) -> str:
+    config = {
+        "auth": {"mode": "keys", "cache_seconds": 0},
+        "session": {"sqlite": {"path": str(tmp_path / "s.db")}},
+        "providers": {"echo": {"wire_api": "echo"}},
+        "default_provider": "echo",
+        **sections,
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_keys_are_created_listed_used_and_revoked(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    created = gateway("keys", "create", "--project", "team-a", "--name", "ci", "--config", config)
+    assert created.returncode == 0, created.stderr
+    secret = created.stdout.strip()
+    assert secret.startswith("sk-gw-") and len(secret) > 40
+    key_id = created.stderr.split()[1]
+    assert key_id.startswith("key_") and "shown only once" in created.stderr
+    listed = gateway("keys", "list", "--config", config)
+    assert key_id in listed.stdout and "team-a" in listed.stdout and "active" in listed.stdout
+    assert secret not in listed.stdout + listed.stderr
+    other = gateway("keys", "list", "--project", "team-b", "--config", config)
+    assert key_id not in other.stdout
+
+    with serve(create_app(load_config(config))) as url:
+        headers = {"authorization": f"Bearer {secret}"}
+        body = {"model": "echo", "input": "hello"}
+        assert httpx.post(f"{url}/v1/responses", json=body, headers=headers).status_code == 200
+        revoked = gateway("keys", "revoke", key_id, "--config", config)
+        assert revoked.returncode == 0 and f"revoked {key_id} (project team-a)" in revoked.stdout
+        assert httpx.post(f"{url}/v1/responses", json=body, headers=headers).status_code == 401
+    assert "revoked" in gateway("keys", "list", "--config", config).stdout
+    missing = gateway("keys", "revoke", "key_nope", "--config", config)
+    assert missing.returncode == 1 and "key_nope" in missing.stderr
+
+
+def test_usage_and_prune_report_what_the_store_holds(tmp_path: Path) -> None:
+    config = write_config(tmp_path, auth={"mode": "none"})
+    with serve(create_app(load_config(config))) as url:
+        for text in ("one two three", "four five"):
+            answer = httpx.post(f"{url}/v1/responses", json={"model": "echo", "input": text})
+            assert answer.status_code == 200
+        kept = httpx.post(f"{url}/v1/conversations", json={"items": []}).json()["id"]
+    usage = gateway("usage", "--since", "7d", "--config", config)
+    assert usage.returncode == 0, usage.stderr
+    header, row = usage.stdout.splitlines()
+    assert header.split() == [
+        "PROJECT", "MODEL", "RESPONSES", "INPUT", "OUTPUT", "CACHED", "REASONING"
+    ]  # fmt: skip
+    assert row.split()[:3] == ["default", "echo", "2"]
+    assert int(row.split()[3]) > 0
+    assert len(gateway("usage", "--project", "nobody", "--config", config).stdout.splitlines()) == 1
+
+    with closing(sqlite3.connect(tmp_path / "s.db")) as conn, conn:
+        conn.execute("UPDATE responses SET created_at = created_at - 40 * 86400")
+    pruned = gateway("prune", "--older-than", "30d", "--config", config)
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout.startswith("deleted 2 responses and 0 conversations last active before")
+    again = gateway("prune", "--older-than", "30d", "--config", config)
+    assert again.stdout.startswith("deleted 0 responses and 0 conversations")
+    with closing(sqlite3.connect(tmp_path / "s.db")) as conn:
+        assert conn.execute("SELECT id FROM conversations").fetchall() == [(kept,)]
+    bad = gateway("prune", "--older-than", "soon", "--config", config)
+    assert bad.returncode == 2 and "30d" in bad.stderr
+
+
+def test_operator_commands_refuse_the_memory_backend(tmp_path: Path) -> None:
+    config = write_config(tmp_path, session={"backend": "memory"})
+    refused = gateway("keys", "list", "--config", config)
+    assert refused.returncode == 2 and "memory backend" in refused.stderr
+
+
+def test_an_open_gateway_must_bind_loopback(tmp_path: Path) -> None:
+    exposed = write_config(tmp_path, auth={"mode": "none"}, server={"host": "0.0.0.0"})
+    checked = gateway("check-config", "--config", exposed)
+    assert checked.returncode == 2 and "auth.mode" in checked.stderr
+    local = write_config(tmp_path, auth={"mode": "none"})
+    served = gateway("serve", "--config", local, "--host", "0.0.0.0")
+    assert served.returncode == 2 and "auth.mode" in served.stderr
+    keyed = write_config(tmp_path, server={"host": "0.0.0.0"})
+    assert gateway("check-config", "--config", keyed).returncode == 0
