@@ -18,7 +18,7 @@ from session import SessionError, SessionStore, build_store
 from .auth import Authenticator
 from .config import GatewayConfig
 from .errors import APIError, from_session_error, from_upstream_error, server_error
-from .maintenance import fail_stale_turns
+from .maintenance import fail_stale_turns, prune_expired
 from .middleware import (
     AccessLogMiddleware,
     AllowedHostsMiddleware,
@@ -89,13 +89,24 @@ def create_app(
             service = ResponsesService(opened, config, clients)
             app.state.service = service
             app.state.authenticator = Authenticator(config.auth, opened)
-            sweep = asyncio.create_task(
-                fail_stale_turns(opened, config.stale_after_seconds(), SWEEP_INTERVAL_SECONDS)
-            )
+            upkeep = [
+                asyncio.create_task(
+                    fail_stale_turns(opened, config.stale_after_seconds(), SWEEP_INTERVAL_SECONDS)
+                )
+            ]
+            if config.session.retention is not None:
+                upkeep.append(
+                    asyncio.create_task(
+                        prune_expired(
+                            opened, config.session.retention, config.session.retention_sweep_seconds
+                        )
+                    )
+                )
             try:
                 yield
             finally:
-                sweep.cancel()
+                for task in upkeep:
+                    task.cancel()
                 await service.streams.finish(config.server.shutdown_grace_seconds)
 
     return Starlette(

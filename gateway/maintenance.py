@@ -30,3 +30,32 @@ async def fail_stale_turns(store: SessionStore, stale_after: float, interval: fl
         except SessionError as error:
             logger.warning("sweep of unfinished responses skipped: %s", error.message)
         await asyncio.sleep(interval)
+
+
+PRUNE_BATCH = 200
+PRUNE_PAUSE_SECONDS = 0.05
+
+
+async def prune_expired(store: SessionStore, retention: float, interval: float) -> None:
+    """Every ``interval`` seconds (and at once), delete what is older than ``retention``.
+
+    Small batches with a pause between them: turns keep the store's write lock for no
+    more than one batch. Instances pruning together each delete a record at most once.
+    """
+    while True:
+        before = time.time() - retention
+        responses = conversations = 0
+        try:
+            while pruned := await store.prune(before, PRUNE_BATCH):
+                responses += pruned.responses
+                conversations += pruned.conversations
+                await asyncio.sleep(PRUNE_PAUSE_SECONDS)
+        except SessionError as error:
+            logger.warning("retention sweep stopped early: %s", error.message)
+        if responses or conversations:
+            logger.info(
+                "retention: deleted %d response(s) and %d conversation(s)",
+                responses,
+                conversations,
+            )
+        await asyncio.sleep(interval)

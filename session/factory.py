@@ -42,6 +42,7 @@ class SessionSettings(BaseModel):
     max_chain_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1)
     cache_turns: int = Field(default=10_000, ge=0)
     retention: Duration | None = None  # seconds; "30d" in config.yaml; None keeps forever
+    retention_sweep_seconds: float = Field(default=300.0, gt=0)
     sqlite: SQLiteSettings = Field(default_factory=SQLiteSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
 
