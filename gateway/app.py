@@ -19,11 +19,13 @@ from .auth import Authenticator
 from .config import GatewayConfig
 from .errors import APIError, from_session_error, from_upstream_error, server_error
 from .maintenance import fail_stale_turns, prune_expired
+from .measured_store import measured
+from .metrics import Metrics
 from .middleware import (
-    AccessLogMiddleware,
     AllowedHostsMiddleware,
     APIKeyMiddleware,
     JSONOnlyMiddleware,
+    ObserveMiddleware,
 )
 from .pipeline import ResponsesService
 from .routes import conversations, meta, responses
@@ -86,22 +88,18 @@ def create_app(
                 for name, provider in config.providers.items()
                 if provider.wire_api != "echo"
             }
-            service = ResponsesService(opened, config, clients)
+            kept = measured(opened, metrics)
+            service = ResponsesService(kept, config, clients, metrics)
             app.state.service = service
-            app.state.authenticator = Authenticator(config.auth, opened)
+            app.state.authenticator = Authenticator(config.auth, kept)
             upkeep = [
                 asyncio.create_task(
-                    fail_stale_turns(opened, config.stale_after_seconds(), SWEEP_INTERVAL_SECONDS)
+                    fail_stale_turns(kept, config.stale_after_seconds(), SWEEP_INTERVAL_SECONDS)
                 )
             ]
-            if config.session.retention is not None:
-                upkeep.append(
-                    asyncio.create_task(
-                        prune_expired(
-                            opened, config.session.retention, config.session.retention_sweep_seconds
-                        )
-                    )
-                )
+            if (retention := config.session.retention) is not None:
+                sweep_every = config.session.retention_sweep_seconds
+                upkeep.append(asyncio.create_task(prune_expired(kept, retention, sweep_every)))
             try:
                 yield
             finally:
@@ -109,11 +107,13 @@ def create_app(
                     task.cancel()
                 await service.streams.finish(config.server.shutdown_grace_seconds)
 
-    return Starlette(
-        routes=[*responses.routes, *conversations.routes, *meta.routes],
+    metrics = Metrics()
+    routes = [*responses.routes, *conversations.routes, *meta.routes]
+    app = Starlette(
+        routes=routes,
         lifespan=lifespan,
         middleware=[
-            Middleware(AccessLogMiddleware),
+            Middleware(ObserveMiddleware, metrics=metrics, routes=routes),
             Middleware(AllowedHostsMiddleware, allowed=config.server.hosts_allowed()),
             *([Middleware(APIKeyMiddleware)] if config.auth.mode == "keys" else []),
             Middleware(JSONOnlyMiddleware),
@@ -127,3 +127,5 @@ def create_app(
             Exception: _unexpected,
         },
     )
+    app.state.metrics = metrics
+    return app

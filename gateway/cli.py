@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -12,6 +11,7 @@ from session import BackendNotInstalled, check_backend_installed
 
 from . import operator_cli
 from .config import ConfigError, GatewayConfig, load_config
+from .request_log import configure_logging
 from .server import serve
 
 DEFAULT_CONFIG = "config.yaml"
@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     if args.port is not None:
         config.server.port = args.port
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level, config.server.log_format)
     serve(config, args.log_level)
     return 0
 

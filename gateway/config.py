@@ -45,6 +45,7 @@ class ServerSettings(_Section):
     shutdown_grace_seconds: int = Field(default=30, ge=0)
     allowed_hosts: list[str] | None = None
     workers: int = Field(default=1, ge=1)
+    log_format: Literal["text", "json"] = "text"
 
     def hosts_allowed(self) -> list[str]:
         """``allowed_hosts``, or the loopback names when bound to loopback, else any."""

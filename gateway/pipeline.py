@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +23,13 @@ from session import (
 from .config import GatewayConfig
 from .errors import not_found, previous_response_error, server_error
 from .locks import KeyedLocks
+from .metrics import Metrics
 from .request_body import CreateResponseBody
 from .response_object import response_object
 from .streaming import StreamedTurns
 from .upstream import ProviderClient, TurnResult, Upstream, build_upstream
+from .upstream.base import UpstreamStream
+from .upstream_metrics import watched
 
 # Top-level fields the gateway consumes itself and never sends upstream.
 _GATEWAY_FIELDS = frozenset(
@@ -51,6 +54,7 @@ class Turn:
     upstream: Upstream
     upstream_request: Item
     max_stream_seconds: float
+    provider: str
 
 
 class ResponsesService:
@@ -61,18 +65,21 @@ class ResponsesService:
         store: SessionStore,
         config: GatewayConfig,
         clients: Mapping[str, ProviderClient],
+        metrics: Metrics,
     ) -> None:
         self.store = store
         self.config = config
+        self.metrics = metrics
         self._clients = clients
         self._conversations = KeyedLocks()
-        self.streams = StreamedTurns()
+        self.streams = StreamedTurns(metrics.active_streams)
 
     async def _history(self, body: CreateResponseBody, project: str) -> list[Item]:
         """The items that precede this request's input: its chain or its conversation."""
         try:
             if body.previous_response_id is not None:
                 chain = await self.store.resolve_chain(project, body.previous_response_id)
+                self.metrics.chain_depth.observe(len(chain.turns))
                 return chain.items
             if body.conversation_id is not None:
                 return await self.store.conversation_items(project, body.conversation_id)
@@ -136,7 +143,22 @@ class ResponsesService:
                 build_upstream(route, client),
                 upstream_request,
                 route.provider.max_stream_seconds,
+                route.provider_name,
             )
+
+    def open_upstream(
+        self, turn: Turn, *, stream: bool
+    ) -> AbstractAsyncContextManager[UpstreamStream]:
+        """The turn's upstream call, observed for metrics and the access log."""
+        return watched(
+            turn.upstream,
+            turn.upstream_request,
+            stream=stream,
+            metrics=self.metrics,
+            provider=turn.provider,
+            model=turn.record.request.model,
+            project=turn.record.project,
+        )
 
     @staticmethod
     def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:
@@ -171,7 +193,7 @@ class ResponsesService:
         """Run a non-streamed turn; return its response object once it is stored."""
         result: TurnResult | None = None
         async with self.turn(body, project) as turn:
-            async with turn.upstream.open(turn.upstream_request, stream=False) as events:
+            async with self.open_upstream(turn, stream=False) as events:
                 async for event in events:
                     if isinstance(event, TurnResult):
                         result = event

@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import tempfile
 from types import FrameType
 from typing import Any
 
@@ -25,6 +26,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .app import create_app
 from .config import GatewayConfig
+from .metrics import MULTIPROCESS_ENV, process_ended, share_between_processes
 
 
 class HeadTimeoutProtocol(HttpToolsProtocol):
@@ -110,9 +112,10 @@ def uvicorn_config(
         host=settings.host,
         port=settings.port,
         log_level=log_level,
+        log_config=None,  # the root logger's handler formats uvicorn's lines too
         http=protocol,
         loop="uvloop",
-        access_log=False,  # the app logs each request itself (AccessLogMiddleware)
+        access_log=False,  # the app logs each request itself (ObserveMiddleware)
         timeout_keep_alive=settings.keep_alive_seconds,
         limit_concurrency=settings.max_connections,
         timeout_graceful_shutdown=settings.shutdown_grace_seconds + _FAILURE_FLUSH_SECONDS,
@@ -129,11 +132,18 @@ def serve(config: GatewayConfig, log_level: str = "info") -> None:
     Workers are forked before anything else starts; each has its own event loop, store
     connections and upstream sessions, and they share the store's file or database.
     SIGTERM and SIGINT are passed on to every worker, which shut down as one would alone.
+    Their metrics meet in ``PROMETHEUS_MULTIPROC_DIR`` (a temporary folder if unset).
     """
     workers = config.server.workers
     if workers <= 1:
         GatewayServer(config, log_level).run()
         return
+    with tempfile.TemporaryDirectory(prefix="gateway-metrics-") as scratch:
+        share_between_processes(os.environ.get(MULTIPROCESS_ENV) or scratch)
+        _serve_workers(config, log_level, workers)
+
+
+def _serve_workers(config: GatewayConfig, log_level: str, workers: int) -> None:
     family = socket.AF_INET6 if ":" in config.server.host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -157,4 +167,6 @@ def serve(config: GatewayConfig, log_level: str = "info") -> None:
     signal.signal(signal.SIGINT, forward)
     for process in processes:
         process.join()
+        if process.pid is not None:
+            process_ended(process.pid)
     sock.close()

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from prometheus_client import Gauge
 
 from session import SaveConflict, StoredResponse
 
@@ -50,8 +51,9 @@ def sse(event: Event) -> bytes:
 class StreamedTurns:
     """The streamed turns in flight, so that shutdown can finish or fail each of them."""
 
-    def __init__(self) -> None:
+    def __init__(self, active: Gauge) -> None:
         self._tasks: set[asyncio.Task[None]] = set()
+        self._active = active
 
     async def start(
         self, service: ResponsesService, body: CreateResponseBody, project: str
@@ -63,9 +65,14 @@ class StreamedTurns:
         flowing = asyncio.Event()
         task = asyncio.create_task(_run(service, body, project, ready, queue.put_nowait, flowing))
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._active.inc()
+        task.add_done_callback(self._done)
         await asyncio.shield(ready)
         return _drain(queue, flowing)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._active.dec()
 
     async def finish(self, grace: float) -> None:
         """Let streams finish for ``grace`` seconds, then cancel (and so fail) the rest."""
@@ -105,7 +112,7 @@ async def _run(
     try:
         async with (
             service.turn(body, project) as turn,
-            turn.upstream.open(turn.upstream_request, stream=True) as events,
+            service.open_upstream(turn, stream=True) as events,
         ):
             await service.save_started(turn)
             ready.set_result(None)

@@ -1,13 +1,13 @@
 """Pure-ASGI middleware, one per module."""
 
-from .access_log import AccessLogMiddleware
 from .allowed_hosts import AllowedHostsMiddleware
 from .api_keys import APIKeyMiddleware
 from .json_only import JSONOnlyMiddleware
+from .observe import ObserveMiddleware
 
 __all__ = [
     "APIKeyMiddleware",
-    "AccessLogMiddleware",
     "AllowedHostsMiddleware",
     "JSONOnlyMiddleware",
+    "ObserveMiddleware",
 ]

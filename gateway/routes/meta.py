@@ -1,4 +1,5 @@
-"""``/v1/models``, ``/healthz`` (the process answers) and ``/readyz`` (the store works)."""
+"""``/v1/models``, ``/healthz`` (the process answers), ``/readyz`` (the store works) and
+``/metrics`` (Prometheus; with API keys on, for ``auth.admin_key`` only)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from starlette.routing import Route
 
 from session import SessionError
 
+from ..auth import is_admin, unauthorized
 from ..errors import RETRY_AFTER_SECONDS
 from ..json_response import JSONResponse
+from ..metrics import Metrics
 from .common import service
 
 
@@ -35,8 +38,18 @@ async def ready(request: Request) -> Response:
     return JSONResponse({"status": "ok", "store": "ok"})
 
 
+async def metrics(request: Request) -> Response:
+    settings = service(request).config.auth
+    if settings.mode == "keys" and not is_admin(settings, request.headers.get("authorization")):
+        raise unauthorized("The metrics need the admin key (auth.admin_key) as a Bearer token.")
+    registry: Metrics = request.app.state.metrics
+    body, content_type = registry.render()
+    return Response(body, media_type=content_type)
+
+
 routes = [
     Route("/v1/models", list_models, methods=["GET"]),
     Route("/healthz", health, methods=["GET"]),
     Route("/readyz", ready, methods=["GET"]),
+    Route("/metrics", metrics, methods=["GET"]),
 ]

@@ -1,0 +1,145 @@
+"""Prometheus metrics: one registry per app, or files shared by ``server.workers`` processes.
+
+With ``PROMETHEUS_MULTIPROC_DIR`` set (``gateway serve`` sets it for several workers),
+every process writes its values there and ``/metrics`` in any worker reports the sum.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+    values,
+)
+
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+MAX_MODEL_LABELS = 200
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5)
+DEPTH_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+TOKEN_KINDS = ("input", "output", "cached", "reasoning")
+
+
+class Metrics:
+    """Every metric the gateway keeps; labels are bounded (routes, providers, models)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._models: set[str] = set()
+
+        def histogram(name: str, doc: str, labels: tuple[str, ...], **kw: Any) -> Histogram:
+            return Histogram(name, doc, labels, registry=self.registry, **kw)
+
+        def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
+            return Counter(name, doc, labels, registry=self.registry)
+
+        self.requests = counter(
+            "gateway_requests", "HTTP requests answered.", ("route", "method", "status")
+        )
+        self.request_seconds = histogram(
+            "gateway_request_duration_seconds",
+            "Time from a request's arrival to the end of its response.",
+            ("route", "method"),
+            buckets=LATENCY_BUCKETS,
+        )
+        self.upstream_seconds = histogram(
+            "gateway_upstream_duration_seconds",
+            "Time from opening an upstream call to its complete answer.",
+            ("provider", "model"),
+            buckets=LATENCY_BUCKETS,
+        )
+        self.upstream_ttft_seconds = histogram(
+            "gateway_upstream_time_to_first_token_seconds",
+            "Time from opening an upstream call to its first output (its answer, unstreamed).",
+            ("provider", "model"),
+            buckets=LATENCY_BUCKETS,
+        )
+        self.upstream_errors = counter(
+            "gateway_upstream_errors",
+            "Upstream calls that failed, by error code.",
+            ("provider", "model", "code"),
+        )
+        self.tokens = counter(
+            "gateway_tokens", "Tokens reported by upstreams.", ("project", "model", "kind")
+        )
+        self.chain_depth = histogram(
+            "gateway_chain_depth",
+            "Turns resolved from previous_response_id per request.",
+            (),
+            buckets=DEPTH_BUCKETS,
+        )
+        self.store_seconds = histogram(
+            "gateway_store_operation_duration_seconds",
+            "Time spent in session store operations.",
+            ("operation",),
+            buckets=STORE_BUCKETS,
+        )
+        self.store_errors = counter(
+            "gateway_store_errors",
+            "Session store operations that failed (not counting records not found).",
+            ("operation", "code"),
+        )
+        self.active_streams = Gauge(
+            "gateway_active_streams",
+            "Streamed responses in flight.",
+            registry=self.registry,
+            multiprocess_mode="livesum",
+        )
+
+    def model_label(self, model: str) -> str:
+        """``model``, or ``other`` once many distinct names were seen (clients choose them)."""
+        if model in self._models:
+            return model
+        if len(self._models) >= MAX_MODEL_LABELS:
+            return "other"
+        self._models.add(model)
+        return model
+
+    def observe_usage(self, project: str, model: str, usage: dict[str, Any] | None) -> None:
+        if not usage:
+            return
+        counts = (
+            usage.get("input_tokens"),
+            usage.get("output_tokens"),
+            (usage.get("input_tokens_details") or {}).get("cached_tokens"),
+            (usage.get("output_tokens_details") or {}).get("reasoning_tokens"),
+        )
+        label = self.model_label(model)
+        for kind, count in zip(TOKEN_KINDS, counts, strict=True):
+            if isinstance(count, int) and count > 0:
+                self.tokens.labels(project, label, kind).inc(count)
+
+    def render(self) -> tuple[bytes, str]:
+        """The exposition text and its content type."""
+        if os.environ.get(MULTIPROCESS_ENV):
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            return generate_latest(registry), CONTENT_TYPE_LATEST
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+def share_between_processes(directory: str) -> None:
+    """Make metrics created from now on write to ``directory`` (emptied first).
+
+    Call it before the workers start and before any metric exists: prometheus_client
+    picks its value class when imported, so it is picked again here.
+    """
+    os.environ[MULTIPROCESS_ENV] = directory
+    for stale in Path(directory).glob("*.db"):
+        stale.unlink()
+    values.ValueClass = values.get_value_class()  # type: ignore[no-untyped-call]
+
+
+def process_ended(pid: int) -> None:
+    """Drop a finished worker's live gauges (its active streams)."""
+    if os.environ.get(MULTIPROCESS_ENV):
+        multiprocess.mark_process_dead(pid)  # type: ignore[no-untyped-call]
