@@ -53,10 +53,13 @@ def request_id_of(header: bytes | None) -> str:
     return f"req_{uuid.uuid4().hex}"
 
 
-def note_turn(model: str, usage: dict[str, Any] | None, upstream_seconds: float) -> None:
+def note_turn(
+    project: str, model: str, usage: dict[str, Any] | None, upstream_seconds: float
+) -> None:
     """Record a finished upstream call on the request being served, if any."""
     log = CURRENT_REQUEST.get()
     if log is not None:
+        log.project = project
         log.model = model
         log.usage = usage
         log.upstream_seconds = upstream_seconds

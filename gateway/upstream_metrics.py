@@ -62,7 +62,7 @@ class WatchedStream:
         if result.status == "failed":
             metrics.upstream_errors.labels(*labels, "failed_answer").inc()
         metrics.observe_usage(self._project, labels[1], result.usage)
-        note_turn(self._model, result.usage, elapsed)
+        note_turn(self._project, self._model, result.usage, elapsed)
 
 
 @asynccontextmanager
