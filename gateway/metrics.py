@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -29,6 +29,27 @@ DEPTH_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
 TOKEN_KINDS = ("input", "output", "cached", "reasoning")
 
 
+M = TypeVar("M", Counter, Histogram)
+
+
+class Family(Generic[M]):
+    """A labelled metric whose children are looked up once per label values.
+
+    prometheus_client checks and locks on every ``labels()`` call; a turn touches a dozen
+    children, always the same few.
+    """
+
+    def __init__(self, metric: M) -> None:
+        self.metric: M = metric
+        self._children: dict[tuple[str, ...], M] = {}
+
+    def labels(self, *values: str) -> M:
+        child = self._children.get(values)
+        if child is None:
+            child = self._children[values] = self.metric.labels(*values)
+        return child
+
+
 class Metrics:
     """Every metric the gateway keeps; labels are bounded (routes, providers, models)."""
 
@@ -36,11 +57,13 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._models: set[str] = set()
 
-        def histogram(name: str, doc: str, labels: tuple[str, ...], **kw: Any) -> Histogram:
-            return Histogram(name, doc, labels, registry=self.registry, **kw)
+        def histogram(
+            name: str, doc: str, labels: tuple[str, ...], **kw: Any
+        ) -> Family[Histogram]:
+            return Family(Histogram(name, doc, labels, registry=self.registry, **kw))
 
-        def counter(name: str, doc: str, labels: tuple[str, ...]) -> Counter:
-            return Counter(name, doc, labels, registry=self.registry)
+        def counter(name: str, doc: str, labels: tuple[str, ...]) -> Family[Counter]:
+            return Family(Counter(name, doc, labels, registry=self.registry))
 
         self.requests = counter(
             "gateway_requests", "HTTP requests answered.", ("route", "method", "status")
@@ -71,10 +94,10 @@ class Metrics:
         self.tokens = counter(
             "gateway_tokens", "Tokens reported by upstreams.", ("project", "model", "kind")
         )
-        self.chain_depth = histogram(
+        self.chain_depth = Histogram(
             "gateway_chain_depth",
             "Turns resolved from previous_response_id per request.",
-            (),
+            registry=self.registry,
             buckets=DEPTH_BUCKETS,
         )
         self.store_seconds = histogram(

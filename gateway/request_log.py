@@ -7,9 +7,9 @@ streamed turn's) copy it, so their log lines and the turn's figures reach its ac
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
-import uuid
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -50,7 +50,7 @@ def request_id_of(header: bytes | None) -> str:
         text = header.decode("latin-1")
         if _CLIENT_ID.match(text):
             return text
-    return f"req_{uuid.uuid4().hex}"
+    return f"req_{os.urandom(16).hex()}"
 
 
 def note_turn(

@@ -30,13 +30,14 @@ class WatchedStream:
         labels: tuple[str, str],
         model: str,
         project: str,
+        start: float,
     ) -> None:
         self._events = events
         self._metrics = metrics
         self._labels = labels
         self._model = model
         self._project = project
-        self._start = time.perf_counter()
+        self._start = start
         self._first = True
 
     def __aiter__(self) -> WatchedStream:
@@ -78,9 +79,10 @@ async def watched(
 ) -> AsyncIterator[UpstreamStream]:
     """``upstream.open(...)``, with its events and failures observed."""
     labels = (provider, metrics.model_label(model))
+    start = time.perf_counter()  # an unstreamed call is answered before ``open`` yields
     try:
         async with upstream.open(request, stream=stream) as events:
-            yield WatchedStream(events, metrics, labels, model, project)
+            yield WatchedStream(events, metrics, labels, model, project, start)
     except UpstreamError as error:
         metrics.upstream_errors.labels(*labels, error_code(error)).inc()
         raise
