@@ -57,9 +57,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._models: set[str] = set()
 
-        def histogram(
-            name: str, doc: str, labels: tuple[str, ...], **kw: Any
-        ) -> Family[Histogram]:
+        def histogram(name: str, doc: str, labels: tuple[str, ...], **kw: Any) -> Family[Histogram]:
             return Family(Histogram(name, doc, labels, registry=self.registry, **kw))
 
         def counter(name: str, doc: str, labels: tuple[str, ...]) -> Family[Counter]:

@@ -99,13 +99,15 @@ def _client(url: str) -> openai.OpenAI:
 
 
 def _parent(url: str) -> str:
-    return _client(url).responses.create(model="echo", input="the parent").id
+    with _client(url) as client:
+        return client.responses.create(model="echo", input="the parent").id
 
 
 def _assert_parent_continues(url: str, parent: str) -> None:
-    child = _client(url).responses.create(
-        model="echo", input="after the fault", previous_response_id=parent
-    )
+    with _client(url) as client:
+        child = client.responses.create(
+            model="echo", input="after the fault", previous_response_id=parent
+        )
     assert child.status == "completed"
     assert child.output_text == "echo: after the fault | earlier: the parent"
 
@@ -158,25 +160,27 @@ def test_non_streamed_faults_are_http_errors_and_store_nothing(
 )
 def test_broken_streams_end_failed_and_are_stored_failed(gateway_url: str, model: str) -> None:
     parent = _parent(gateway_url)
-    client = _client(gateway_url)
-    events = list(
-        client.responses.create(model=model, input="x", previous_response_id=parent, stream=True)
-    )
-    assert [e.sequence_number for e in events] == list(range(len(events)))
-    terminal = [
-        e
-        for e in events
-        if e.type in ("response.completed", "response.incomplete", "response.failed")
-    ]
-    assert [e.type for e in terminal] == ["response.failed"]
-    assert events[-1].type == "response.failed"
-    failed = events[-1].response
-    assert failed.status == "failed" and failed.error is not None
-    assert SECRET_VALUE not in failed.error.message
-    assert client.responses.retrieve(failed.id).status == "failed"
-    with pytest.raises(openai.BadRequestError) as refused:
-        client.responses.create(model="echo", input="y", previous_response_id=failed.id)
-    assert refused.value.code == "turn_not_continuable"
+    with _client(gateway_url) as client:
+        events = list(
+            client.responses.create(
+                model=model, input="x", previous_response_id=parent, stream=True
+            )
+        )
+        assert [e.sequence_number for e in events] == list(range(len(events)))
+        terminal = [
+            e
+            for e in events
+            if e.type in ("response.completed", "response.incomplete", "response.failed")
+        ]
+        assert [e.type for e in terminal] == ["response.failed"]
+        assert events[-1].type == "response.failed"
+        failed = events[-1].response
+        assert failed.status == "failed" and failed.error is not None
+        assert SECRET_VALUE not in failed.error.message
+        assert client.responses.retrieve(failed.id).status == "failed"
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.responses.create(model="echo", input="y", previous_response_id=failed.id)
+        assert refused.value.code == "turn_not_continuable"
     _assert_parent_continues(gateway_url, parent)
 
 
