@@ -19,6 +19,17 @@ from .validation import (
 
 Body = TypeVar("Body", bound=BaseModel)
 
+Includable = Literal[
+    "file_search_call.results",
+    "web_search_call.results",
+    "web_search_call.action.sources",
+    "message.input_image.image_url",
+    "computer_call_output.output.image_url",
+    "code_interpreter_call.outputs",
+    "reasoning.encrypted_content",
+    "message.output_text.logprobs",
+]
+
 
 # Union members pydantic names in an error's location; they are not part of the param.
 _UNION_TAG = re.compile(r"^(str|int|float|bool|none|(dict|list|literal|function-\w+)\[.*\])$")
@@ -65,11 +76,21 @@ class CreateResponseBody(BaseModel):
     reasoning: dict[str, Any] | None = None
     text: dict[str, Any] | None = None
     truncation: Literal["auto", "disabled"] | None = None
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=16)
+    max_tool_calls: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, ge=0, le=1)
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    include: list[Includable] | None = None
+    service_tier: Literal["auto", "default", "flex", "scale", "priority"] | None = None
+    safety_identifier: str | None = Field(default=None, max_length=64)
+    prompt_cache_key: str | None = Field(default=None, max_length=1024)
+    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    background: bool = False
     metadata: dict[str, str] | None = None
-    user: str | None = None
+    user: str | None = Field(default=None, max_length=256)
 
     _metadata = field_validator("metadata")(check_metadata)
 

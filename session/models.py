@@ -71,8 +71,18 @@ class RequestSnapshot(BaseModel):
     text: Item | None = None
     truncation: str | None = None
     max_output_tokens: int | None = None
+    max_tool_calls: int | None = None
     temperature: float | None = None
     top_p: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    top_logprobs: int | None = None
+    include: list[str] | None = None
+    service_tier: str | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: str | None = None
+    background: bool = False
     metadata: dict[str, str] | None = None
 
     @field_validator("input", mode="before")

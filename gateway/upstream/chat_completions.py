@@ -29,7 +29,7 @@ class ChatCompletionsUpstream:
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
         chat = to_chat_request(request, model=request["model"], stream=stream)
-        translator = ChatTranslator(chat.tool_names)
+        translator = ChatTranslator(chat.tool_names, request.get("max_tool_calls"))
         if not stream:
             body = await self._client.fetch_json("/chat/completions", chat.payload)
             try:

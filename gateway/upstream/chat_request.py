@@ -182,6 +182,21 @@ def _response_format(text: Item | None) -> Item | None:
     return None
 
 
+# Responses parameters a Chat Completions request carries too, and their names there.
+_PARAMETERS = (
+    ("max_output_tokens", "max_tokens"),
+    ("temperature", "temperature"),
+    ("top_p", "top_p"),
+    ("presence_penalty", "presence_penalty"),
+    ("frequency_penalty", "frequency_penalty"),
+    ("top_logprobs", "top_logprobs"),
+    ("user", "user"),
+    ("safety_identifier", "safety_identifier"),
+    ("service_tier", "service_tier"),
+    ("prompt_cache_key", "prompt_cache_key"),
+)
+
+
 def to_chat_request(body: Item, *, model: str, stream: bool) -> ChatRequest:
     """Translate a stateless Responses request (``input`` holds the full context).
 
@@ -218,14 +233,13 @@ def to_chat_request(body: Item, *, model: str, stream: bool) -> ChatRequest:
     response_format = _response_format(body.get("text"))
     if response_format:
         payload["response_format"] = response_format
-    for source, target in (
-        ("max_output_tokens", "max_tokens"),
-        ("temperature", "temperature"),
-        ("top_p", "top_p"),
-        ("user", "user"),
-    ):
+    for source, target in _PARAMETERS:
         if body.get(source) is not None:
             payload[target] = body[source]
+    if "message.output_text.logprobs" in (body.get("include") or []):
+        payload["logprobs"] = True
+    else:
+        payload.pop("top_logprobs", None)  # Chat Completions refuses it without logprobs
     effort = (body.get("reasoning") or {}).get("effort")
     if effort:
         payload["reasoning_effort"] = effort

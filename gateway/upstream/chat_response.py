@@ -39,11 +39,40 @@ def _reasoning_of(message: Mapping[str, Any]) -> str:
     return ""
 
 
+def _logprob(entry: Any, where: str) -> Item:
+    entry = _object(entry, where)
+    token = _field(entry, "token", str, where) or ""
+    logprob = _field(entry, "logprob", (int, float), where) or 0.0
+    raw_bytes = _field(entry, "bytes", list, where)
+    return {"token": token, "logprob": float(logprob), "bytes": raw_bytes or list(token.encode())}
+
+
+def _logprobs(choice: Mapping[str, Any], where: str) -> list[Item] | None:
+    """A choice's token log probabilities, in Responses' shape (``top_logprobs`` inside)."""
+    logprobs = _field(choice, "logprobs", dict, where)
+    content = _field(logprobs or {}, "content", list, f"{where}.logprobs")
+    if not content:
+        return None
+    converted = []
+    for n, entry in enumerate(content):
+        at = f"{where}.logprobs.content[{n}]"
+        top = _field(_object(entry, at), "top_logprobs", list, at) or []
+        converted.append(
+            {
+                **_logprob(entry, at),
+                "top_logprobs": [_logprob(t, f"{at}.top_logprobs[{m}]") for m, t in enumerate(top)],
+            }
+        )
+    return converted
+
+
 class ChatTranslator:
     """Created per request; feed it a whole completion or its stream chunks in order."""
 
-    def __init__(self, tool_names: Mapping[str, ToolName] | None = None) -> None:
-        self._builder = OutputBuilder(tool_names)
+    def __init__(
+        self, tool_names: Mapping[str, ToolName] | None = None, max_tool_calls: int | None = None
+    ) -> None:
+        self._builder = OutputBuilder(tool_names, max_tool_calls)
         self._finish_reason: str | None = None
         self._usage: Item | None = None
 
@@ -64,7 +93,8 @@ class ChatTranslator:
             choice = _object(choice, where)
             if _field(choice, "index", int, where) not in (0, None):
                 continue
-            events += self._message(_object(choice.get("delta") or {}, f"{where}.delta"), where)
+            delta = _object(choice.get("delta") or {}, f"{where}.delta")
+            events += self._message(delta, where, _logprobs(choice, where))
             reason = _field(choice, "finish_reason", str, where)
             if reason:
                 self._finish_reason = reason
@@ -82,7 +112,7 @@ class ChatTranslator:
         choice = _object(choices[0], "choices[0]")
         self._finish_reason = _field(choice, "finish_reason", str, "choices[0]") or "stop"
         message = _object(choice.get("message"), "choices[0].message")
-        return self._message(message, "choices[0].message")
+        return self._message(message, "choices[0].message", _logprobs(choice, "choices[0]"))
 
     def finish(self) -> tuple[list[Event], TurnResult]:
         return self._builder.finish(self._finish_reason, self._usage)
@@ -90,12 +120,14 @@ class ChatTranslator:
     def fail(self, message: str) -> tuple[list[Event], TurnResult]:
         return self._builder.fail(message)
 
-    def _message(self, message: Mapping[str, Any], where: str) -> list[Event]:
+    def _message(
+        self, message: Mapping[str, Any], where: str, logprobs: list[Item] | None = None
+    ) -> list[Event]:
         builder = self._builder
         events = builder.reasoning(_reasoning_of(message))
         content = _field(message, "content", str, where)
         if content:
-            events += builder.text(content)
+            events += builder.text(content, logprobs)
         for position, call in enumerate(_field(message, "tool_calls", list, where) or []):
             call_where = f"{where}.tool_calls[{position}]"
             call = _object(call, call_where)

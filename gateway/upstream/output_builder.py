@@ -57,9 +57,16 @@ def snapshot(item: Item) -> Item:
 class OutputBuilder:
     """Feed fragments in arrival order; read events as they come and the result at the end."""
 
-    def __init__(self, tool_names: Mapping[str, ToolName] | None = None) -> None:
+    def __init__(
+        self,
+        tool_names: Mapping[str, ToolName] | None = None,
+        max_tool_calls: int | None = None,
+    ) -> None:
         self.output: list[Item] = []
         self._tool_names = tool_names or {}
+        self._max_tool_calls = max_tool_calls
+        self._tool_calls = 0
+        self._dropped_calls: set[int] = set()
         self._text_index: int | None = None
         self._reasoning_index: int | None = None
         self._tool_indexes: dict[int, int] = {}  # upstream tool-call index -> output index
@@ -77,21 +84,32 @@ class OutputBuilder:
         item["content"][0]["text"] += text
         return [*events, self._delta("response.reasoning_text.delta", index, text, part=True)]
 
-    def text(self, text: str) -> list[Event]:
+    def text(self, text: str, logprobs: list[Item] | None = None) -> list[Event]:
+        """Output text, with the log probabilities of its tokens when the upstream sent them."""
         if not text:
             return []
         events = [] if self._text_index is not None else self._open_message()
         index = self._text_index
         assert index is not None
-        self.output[index]["content"][0]["text"] += text
+        part = self.output[index]["content"][0]
+        part["text"] += text
+        if logprobs:  # a new list: events already built keep the one they hold
+            part["logprobs"] = [*part["logprobs"], *logprobs]
         delta = self._delta("response.output_text.delta", index, text, part=True)
-        return [*events, {**delta, "logprobs": []}]
+        return [*events, {**delta, "logprobs": logprobs or []}]
 
     def tool_call(
         self, position: int, call_id: str | None, name: str | None, arguments: str
     ) -> list[Event]:
+        """A fragment of a tool call; calls past ``max_tool_calls`` are dropped whole."""
         events: list[Event] = []
+        if position in self._dropped_calls:
+            return events
         if position not in self._tool_indexes:
+            if self._max_tool_calls is not None and self._tool_calls >= self._max_tool_calls:
+                self._dropped_calls.add(position)
+                return events
+            self._tool_calls += 1
             events = self._open_tool_call(position, call_id, name)
         index = self._tool_indexes[position]
         item = self.output[index]
@@ -207,7 +225,7 @@ class OutputBuilder:
             index, self._text_index = self._text_index, None
             text = self.output[index]["content"][0]["text"]
             done = self._done("response.output_text.done", index, text=text, part=True)
-            events.append({**done, "logprobs": []})
+            events.append({**done, "logprobs": list(self.output[index]["content"][0]["logprobs"])})
             events += self._close_part_and_item(index, status)
         for index in sorted(self._tool_indexes.values()):
             item = self.output[index]
