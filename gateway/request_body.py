@@ -6,6 +6,7 @@ import re
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 
 from .errors import APIError, invalid_request
 from .json_body import parse_json_object
@@ -112,6 +113,50 @@ class CreateResponseBody(BaseModel):
         return dict(self.model_extra or {})
 
 
+_BOUNDS = {  # pydantic's error -> OpenAI's words, the sign, the limit's key, the code part
+    "greater_than_equal": ("below minimum", ">=", "ge", "below_min"),
+    "greater_than": ("below minimum", ">", "gt", "below_min"),
+    "less_than_equal": ("above maximum", "<=", "le", "above_max"),
+    "less_than": ("above maximum", "<", "lt", "above_max"),
+}
+
+
+def _number(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
+def _described(detail: ErrorDetails, param: str | None) -> tuple[str, str]:
+    """OpenAI's message and code for one pydantic error."""
+    kind, value = detail["type"], detail.get("input")
+    if kind == "missing":
+        return f"Missing required parameter: '{param}'.", "missing_required_parameter"
+    if kind in _BOUNDS:
+        words, sign, key, code = _BOUNDS[kind]
+        limit = (detail.get("ctx") or {}).get(key)
+        number = "decimal" if isinstance(limit, float) else "integer"
+        return (
+            f"Invalid '{param}': {number} {words} value. "
+            f"Expected a value {sign} {_number(limit)}, but got {value!r} instead.",
+            f"{number}_{code}_value",
+        )
+    if kind == "string_too_long":
+        limit = (detail.get("ctx") or {}).get("max_length")
+        return (
+            f"Invalid '{param}': string too long. Expected a string with maximum length "
+            f"{limit}, but got a string with length {len(str(value))} instead.",
+            "string_above_max_length",
+        )
+    if kind == "literal_error":
+        expected = (detail.get("ctx") or {}).get("expected", "")
+        return (
+            f"Invalid value: {value!r}. Supported values are: {expected}.",
+            "invalid_value",
+        )
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        return f"Invalid type for '{param}': {detail['msg'].lower()}.", "invalid_type"
+    return f"Invalid value for '{param}': {detail['msg']}.", "invalid_value"
+
+
 def validate_body(model: type[Body], raw: bytes) -> Body:
     """Validate a JSON body against ``model``; raise a 400 naming the first bad param."""
     try:
@@ -119,11 +164,18 @@ def validate_body(model: type[Body], raw: bytes) -> Body:
     except ValidationError as error:
         first = error.errors()[0]
         param = param_path(first["loc"]) if first["loc"] else None
-        if first["type"] == "missing":
-            message = f"Missing required parameter: '{param}'."
-        else:
-            message = f"Invalid value for '{param}': {first['msg']}."
-        raise APIError(400, message, param=param, code="invalid_value") from None
+        message, code = _described(first, param)
+        raise APIError(400, message, param=param, code=code) from None
+
+
+def check_id_prefix(value: str | None, prefix: str, param: str) -> None:
+    """OpenAI's check of an id's kind: ``resp_…`` for a response, ``conv_…`` for a conversation."""
+    if value is not None and not value.startswith(f"{prefix}_"):
+        raise invalid_request(
+            f"Invalid '{param}': '{value[:64]}'. Expected an ID that begins with '{prefix}'.",
+            param=param,
+            code="invalid_value",
+        )
 
 
 def parse_create_body(raw: bytes) -> CreateResponseBody:
@@ -138,12 +190,20 @@ def parse_create_body(raw: bytes) -> CreateResponseBody:
     check_tool_choice(parsed.tool_choice)
     check_text(parsed.text)
     check_reasoning(parsed.reasoning)
+    if parsed.background and not parsed.store:
+        raise invalid_request(
+            "Background responses need 'store': true (they are kept to be retrieved).",
+            param="background",
+            code="invalid_value",
+        )
     if parsed.previous_response_id is not None and parsed.conversation is not None:
         raise invalid_request(
             "Parameters 'previous_response_id' and 'conversation' cannot be used together.",
             param="conversation",
             code="invalid_request",
         )
+    check_id_prefix(parsed.previous_response_id, "resp", "previous_response_id")
+    check_id_prefix(parsed.conversation_id, "conv", "conversation")
     return parsed
 
 
