@@ -105,7 +105,10 @@ def create_app(
             finally:
                 for task in upkeep:
                     task.cancel()
-                await service.streams.finish(config.server.shutdown_grace_seconds)
+                grace = config.server.shutdown_grace_seconds
+                await asyncio.gather(
+                    service.streams.finish(grace), service.background.finish(grace)
+                )
 
     metrics = Metrics()
     routes = [*responses.routes, *conversations.routes, *meta.routes]

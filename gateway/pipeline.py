@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -13,6 +14,7 @@ from session import (
     Item,
     RequestSnapshot,
     ResponseSnapshot,
+    SaveConflict,
     SessionError,
     SessionStore,
     StoredResponse,
@@ -20,8 +22,9 @@ from session import (
     normalise_input,
 )
 
+from .background import BackgroundTurns
 from .config import GatewayConfig
-from .errors import not_found, previous_response_error, server_error
+from .errors import invalid_request, not_found, previous_response_error, server_error
 from .locks import KeyedLocks
 from .metrics import Metrics
 from .request_body import CreateResponseBody
@@ -30,6 +33,9 @@ from .streaming import StreamedTurns
 from .upstream import ProviderClient, TurnResult, Upstream, build_upstream
 from .upstream.base import UpstreamStream
 from .upstream_metrics import watched
+
+CONTINUABLE = frozenset({"completed", "incomplete"})
+UNFINISHED = frozenset({"queued", "in_progress"})
 
 # Top-level fields the gateway consumes itself and never sends upstream.
 _GATEWAY_FIELDS = frozenset(
@@ -73,6 +79,7 @@ class ResponsesService:
         self._clients = clients
         self._conversations = KeyedLocks()
         self.streams = StreamedTurns(metrics.active_streams)
+        self.background = BackgroundTurns()
 
     async def _history(self, body: CreateResponseBody, project: str) -> list[Item]:
         """The items that precede this request's input: its chain or its conversation."""
@@ -182,7 +189,7 @@ class ResponsesService:
     async def save_finished(self, turn: Turn, record: StoredResponse, *, started: bool) -> None:
         """Store the finished turn and, if it succeeded, append it to its conversation."""
         appended = None
-        if record.conversation_id is not None and record.status != "failed":
+        if record.conversation_id is not None and record.status in CONTINUABLE:
             appended = [*record.request.input, *record.response.output]
         if turn.store:
             await self.store.save(record, overwrite=started, conversation_items=appended)
@@ -207,6 +214,29 @@ class ResponsesService:
             record = self.finished(turn.record, result)
             await self.save_finished(turn, record, started=False)
         return response_object(record, store=turn.store)
+
+    async def start_background(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
+        """Store the turn ``queued`` and run it in a task; return it as stored."""
+        record = await self.background.start(self, body, project)
+        return response_object(record)
+
+    async def cancel(self, project: str, response_id: str) -> dict[str, Any]:
+        """Cancel a background response; a finished one is returned unchanged."""
+        record = await self.store.get(project, response_id)
+        if not record.request.background:
+            raise invalid_request(
+                "Only responses created with 'background': true can be cancelled.",
+                code="invalid_request",
+            )
+        if record.status in UNFINISHED and not await self.background.cancel(response_id):
+            # Run by another instance (or by one that died): the store decides. Its own
+            # final save is then refused, as a finished turn is never overwritten.
+            cancelled = record.model_copy(
+                update={"status": "cancelled", "completed_at": time.time()}
+            )
+            with contextlib.suppress(SaveConflict):
+                await self.store.save(cancelled, overwrite=True)
+        return response_object(await self.store.get(project, response_id))
 
     async def stream(self, body: CreateResponseBody, project: str) -> AsyncIterator[bytes]:
         """Start a streamed turn; return its SSE bytes (see :mod:`gateway.streaming`)."""

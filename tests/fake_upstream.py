@@ -34,6 +34,7 @@ class Reply:
     error_body: Any = None
     break_after: int | None = None  # streamed chunks sent before the connection drops
     delay: float = 0.0  # seconds before each streamed chunk
+    gate: threading.Event | None = None  # an unstreamed answer waits until it is set
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str:
@@ -90,6 +91,8 @@ class FakeUpstream:
             return JSONResponse(reply.error_body or {"error": {"message": "nope"}}, reply.status)
         if body.get("stream"):
             return StreamingResponse(self._chat_stream(reply), media_type="text/event-stream")
+        if reply.gate is not None:
+            await asyncio.to_thread(reply.gate.wait, 60)
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.reasoning:
             message["reasoning_content"] = reply.reasoning

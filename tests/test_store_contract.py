@@ -98,12 +98,16 @@ async def test_a_finished_turn_is_never_overwritten(store: SessionStore) -> None
 
 async def test_stale_unfinished_turns_are_marked_failed(store: SessionStore) -> None:
     old, recent = turn("resp_old", status="in_progress"), turn("resp_new", status="in_progress")
+    queued = turn("resp_queued", status="queued")  # a background turn never started
     old.created_at -= 3600
+    queued.created_at -= 3600
     await store.save(old)
+    await store.save(queued)
     await store.save(recent)
     await store.save(turn("resp_done"))
     error = {"code": "server_error", "message": "The gateway stopped."}
-    assert await store.fail_stale(old.created_at + 1, error) == 1
+    assert await store.fail_stale(old.created_at + 1, error) == 2
+    assert (await store.get("default", "resp_queued")).status == "failed"
     swept = await store.get("default", "resp_old")
     assert swept.status == "failed" and swept.response.error == error
     assert swept.completed_at is not None

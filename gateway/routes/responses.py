@@ -1,4 +1,4 @@
-"""``/v1/responses``: create, retrieve, delete, list input items."""
+"""``/v1/responses``: create, retrieve, delete, cancel, list input items."""
 
 from __future__ import annotations
 
@@ -22,7 +22,13 @@ async def create_response(request: Request) -> Response:
     if body.stream:
         chunks = await svc.stream(body, project(request))
         return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
+    if body.background:
+        return JSONResponse(await svc.start_background(body, project(request)))
     return JSONResponse(await svc.respond(body, project(request)))
+
+
+async def cancel_response(request: Request) -> Response:
+    return JSONResponse(await service(request).cancel(project(request), request.path_params["id"]))
 
 
 async def retrieve_response(request: Request) -> Response:
@@ -54,4 +60,5 @@ routes = [
     Route("/v1/responses/{id}", retrieve_response, methods=["GET"]),
     Route("/v1/responses/{id}", delete_response, methods=["DELETE"]),
     Route("/v1/responses/{id}/input_items", list_input_items, methods=["GET"]),
+    Route("/v1/responses/{id}/cancel", cancel_response, methods=["POST"]),
 ]

@@ -1,0 +1,125 @@
+"""Background responses: ``background: true`` returns ``queued`` at once; a task runs the turn.
+
+The task opens the turn (conversation lock, context) and stores it ``queued``; until then
+any failure is the create request's own HTTP error. Then it stores ``in_progress``, calls
+the upstream and stores how it ended. ``POST /v1/responses/{id}/cancel`` cancels the task
+(the turn is stored ``cancelled``); a shutdown past its grace period cancels the rest
+(stored ``failed``). A turn whose instance died is failed by the sweep of stale turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from session import SaveConflict, StoredResponse
+
+from .upstream import TurnResult, UpstreamError
+from .upstream.results import failed_result
+
+if TYPE_CHECKING:
+    from .pipeline import ResponsesService, Turn
+    from .request_body import CreateResponseBody
+
+logger = logging.getLogger("gateway.background")
+
+
+class BackgroundTurns:
+    """The background turns this instance runs, by response id."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._cancelled: set[str] = set()
+
+    async def start(
+        self, service: ResponsesService, body: CreateResponseBody, project: str
+    ) -> StoredResponse:
+        """Open the turn and store it ``queued``; return that record once it is stored."""
+        ready: asyncio.Future[StoredResponse] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(self._run(service, body, project, ready))
+        try:
+            record = await asyncio.shield(ready)
+        except BaseException:
+            task.cancel()
+            raise
+        self._tasks[record.id] = task
+        task.add_done_callback(lambda _: self._forget(record.id))
+        return record
+
+    def _forget(self, response_id: str) -> None:
+        self._tasks.pop(response_id, None)
+        self._cancelled.discard(response_id)
+
+    async def cancel(self, response_id: str) -> bool:
+        """Cancel the turn if this instance runs it; True once it is stored ``cancelled``."""
+        task = self._tasks.get(response_id)
+        if task is None:
+            return False
+        self._cancelled.add(response_id)
+        task.cancel()
+        await asyncio.wait({task})
+        return True
+
+    async def finish(self, grace: float) -> None:
+        """Let turns finish for ``grace`` seconds, then cancel (and so fail) the rest."""
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(set(self._tasks.values()), timeout=grace)
+        for task in pending:
+            task.cancel()
+        if pending:
+            logger.warning("shutdown: %d background turn(s) stopped, stored failed", len(pending))
+            await asyncio.wait(pending)
+
+    async def _run(
+        self,
+        service: ResponsesService,
+        body: CreateResponseBody,
+        project: str,
+        ready: asyncio.Future[StoredResponse],
+    ) -> None:
+        try:
+            async with service.turn(body, project) as turn:
+                turn.record = turn.record.model_copy(update={"status": "queued"})
+                await service.save_started(turn)
+                ready.set_result(turn.record)
+                await self._complete(service, turn)
+        except Exception as error:
+            if not ready.done():
+                ready.set_exception(error)  # the create request reports it
+                return
+            logger.exception("background turn (model %s) failed", body.model)
+        except asyncio.CancelledError:
+            if not ready.done():
+                ready.cancel()
+            raise
+
+    async def _complete(self, service: ResponsesService, turn: Turn) -> None:
+        record = turn.record
+        try:
+            turn.record = record = record.model_copy(update={"status": "in_progress"})
+            await service.store.save(record, overwrite=True)
+            result: TurnResult | None = None
+            try:
+                async with service.open_upstream(turn, stream=False) as events:
+                    async for event in events:
+                        if isinstance(event, TurnResult):
+                            result = event
+            except UpstreamError as error:
+                result = failed_result(error.message)
+            final = service.finished(turn.record, result or failed_result("No answer arrived."))
+        except asyncio.CancelledError:
+            final = self._stopped(service, record)
+        try:
+            await service.save_finished(turn, final, started=True)
+        except SaveConflict:
+            logger.info("background response %s was finished elsewhere", record.id)
+
+    def _stopped(self, service: ResponsesService, record: StoredResponse) -> StoredResponse:
+        """The record of a turn whose task was cancelled: by its client, or by a shutdown."""
+        if record.id in self._cancelled:
+            return record.model_copy(update={"status": "cancelled", "completed_at": time.time()})
+        result = failed_result("The gateway shut down before the response was complete.")
+        return service.finished(record, result)
