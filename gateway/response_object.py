@@ -73,7 +73,22 @@ def response_object(record: StoredResponse, *, store: bool = True) -> dict[str, 
         "safety_identifier": request.safety_identifier,
         "prompt_cache_key": request.prompt_cache_key,
         "prompt_cache_retention": request.prompt_cache_retention,
+        "conversation": {"id": record.conversation_id} if record.conversation_id else None,
+        **_UNUSED_FEATURES,
     }
-    if record.conversation_id:
-        body["conversation"] = {"id": record.conversation_id}
     return body
+
+
+# Fields of OpenAI's response object for features no upstream here reports: present, null.
+_UNUSED_FEATURES: dict[str, Any] = dict.fromkeys(
+    (
+        "access_programs",
+        "image",
+        "input_transformations",
+        "moderation",
+        "prompt",
+        "prompt_cache_diagnostics",
+        "prompt_cache_options",
+        "tool_usage",
+    )
+)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections import deque
 from collections.abc import AsyncIterator
@@ -52,6 +53,30 @@ def _pieces(text: str, count: int = 3) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+def words(text: str) -> list[str]:
+    """``text`` cut before each space: the made-up tokens of the fake."""
+    return re.findall(r"\s*\S+", text)
+
+
+def token_logprobs(text: str, top: int) -> list[dict[str, Any]]:
+    """Made-up log probabilities for ``text``, one entry per word, ``top`` alternatives each."""
+    entries = []
+    for token in words(text):
+        alternatives = [
+            {"token": f"alt{m}", "logprob": -1.0 - m, "bytes": list(f"alt{m}".encode())}
+            for m in range(top)
+        ]
+        entries.append(
+            {
+                "token": token,
+                "logprob": -0.25,
+                "bytes": list(token.encode()),
+                "top_logprobs": alternatives,
+            }
+        )
+    return entries
+
+
 USAGE = {
     "prompt_tokens": 11,
     "completion_tokens": 7,
@@ -89,8 +114,12 @@ class FakeUpstream:
         reply = self._next(body, f"reply to: {_last_user_text(body['messages'])}")
         if reply.status != 200:
             return JSONResponse(reply.error_body or {"error": {"message": "nope"}}, reply.status)
+        top = body.get("top_logprobs", 0) if body.get("logprobs") else None
         if body.get("stream"):
-            return StreamingResponse(self._chat_stream(reply), media_type="text/event-stream")
+            chunks = self.chat_chunks(reply, top)
+            return StreamingResponse(
+                self._chat_stream(reply, chunks), media_type="text/event-stream"
+            )
         if reply.gate is not None:
             await asyncio.to_thread(reply.gate.wait, 60)
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
@@ -106,20 +135,35 @@ class FakeUpstream:
                 "id": "chatcmpl-1",
                 "object": "chat.completion",
                 "model": body["model"],
-                "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": reply.finish_reason,
+                        "logprobs": None
+                        if top is None
+                        else {"content": token_logprobs(reply.text or "", top)},
+                    }
+                ],
                 "usage": USAGE,
             }
         )
 
     @staticmethod
-    def chat_chunks(reply: Reply) -> list[dict[str, Any]]:
+    def chat_chunks(reply: Reply, top_logprobs: int | None = None) -> list[dict[str, Any]]:
+        """The chunks of a streamed answer; with ``top_logprobs``, content carries logprobs."""
+
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-            choice = {"index": 0, "delta": delta, "finish_reason": finish}
+            choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish}
+            if top_logprobs is not None and delta.get("content"):
+                choice["logprobs"] = {"content": token_logprobs(delta["content"], top_logprobs)}
             return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [choice]}
 
         chunks = [chunk({"role": "assistant", "content": ""})]
         chunks += [chunk({"reasoning_content": p}) for p in _pieces(reply.reasoning or "")]
-        chunks += [chunk({"content": p}) for p in _pieces(reply.text or "")]
+        text = reply.text or ""
+        pieces = words(text) if top_logprobs is not None else _pieces(text)
+        chunks += [chunk({"content": p}) for p in pieces]
         for index, (cid, name, args) in enumerate(reply.tool_calls):
             first = {"index": index, "id": cid, "type": "function"}
             chunks.append(
@@ -135,8 +179,10 @@ class FakeUpstream:
         )
         return chunks
 
-    async def _chat_stream(self, reply: Reply) -> AsyncIterator[bytes]:
-        for number, chunk in enumerate(self.chat_chunks(reply)):
+    async def _chat_stream(
+        self, reply: Reply, chunks: list[dict[str, Any]]
+    ) -> AsyncIterator[bytes]:
+        for number, chunk in enumerate(chunks):
             if reply.break_after is not None and number >= reply.break_after:
                 raise ConnectionResetError("the fake upstream drops the stream")
             if reply.delay:
