@@ -23,12 +23,14 @@ from session import (
 )
 
 from .background import BackgroundTurns
-from .config import GatewayConfig
+from .config import GatewayConfig, Route
 from .errors import invalid_request, not_found, previous_response_error, server_error
+from .input_tokens import TokenCounter
 from .locks import KeyedLocks
 from .metrics import Metrics
 from .request_body import CreateResponseBody
 from .response_object import response_object
+from .stateless import stateless_request
 from .streaming import StreamedTurns
 from .upstream import ProviderClient, TurnResult, Upstream, build_upstream
 from .upstream.base import UpstreamStream
@@ -36,19 +38,6 @@ from .upstream_metrics import watched
 
 CONTINUABLE = frozenset({"completed", "incomplete"})
 UNFINISHED = frozenset({"queued", "in_progress"})
-
-# Top-level fields the gateway consumes itself and never sends upstream.
-_GATEWAY_FIELDS = frozenset(
-    {
-        "previous_response_id",
-        "conversation",
-        "store",
-        "stream",
-        "stream_options",
-        "background",
-        "metadata",
-    }
-)
 
 
 @dataclass
@@ -80,8 +69,23 @@ class ResponsesService:
         self._conversations = KeyedLocks()
         self.streams = StreamedTurns(metrics.active_streams)
         self.background = BackgroundTurns()
+        self.token_counter = TokenCounter()
 
-    async def _history(self, body: CreateResponseBody, project: str) -> list[Item]:
+    def route(self, model: str) -> Route:
+        """Where ``model`` goes; a 404 ``model_not_found`` if nothing routes it."""
+        route = self.config.route(model)
+        if route is None:
+            raise not_found(
+                f"The model '{model}' does not exist or is not routed by this gateway.",
+                param="model",
+                code="model_not_found",
+            )
+        return route
+
+    def client(self, provider: str) -> ProviderClient | None:
+        return self._clients.get(provider)
+
+    async def history(self, body: CreateResponseBody, project: str) -> list[Item]:
         """The items that precede this request's input: its chain or its conversation."""
         try:
             if body.previous_response_id is not None:
@@ -103,17 +107,11 @@ class ResponsesService:
         Turns on one conversation are serialised: the next reads the context only once
         the previous one has appended its items.
         """
-        route = self.config.route(body.model)
-        if route is None:
-            raise not_found(
-                f"The model '{body.model}' does not exist or is not routed by this gateway.",
-                param="model",
-                code="model_not_found",
-            )
+        route = self.route(body.model)
         async with AsyncExitStack() as stack:
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))
-            history = await self._history(body, project)
+            history = await self.history(body, project)
             # The body is validated already: the records are built without validating again.
             fields = {key: getattr(body, key) for key in RequestSnapshot.model_fields}
             fields["input"] = normalise_input(body.input)
@@ -132,23 +130,12 @@ class ResponsesService:
                 ),
                 metadata={"user": body.user} if body.user else {},
             )
-            upstream_request: dict[str, Any] = {
-                key: value
-                for key, value in (body.model_extra or {}).items()
-                if key not in _GATEWAY_FIELDS and value is not None
-            }
-            for key in CreateResponseBody.model_fields:
-                value = getattr(body, key)
-                if key not in _GATEWAY_FIELDS and value is not None:
-                    upstream_request[key] = value
-            upstream_request["model"] = route.upstream_model
-            upstream_request["input"] = [*history, *snapshot.input]
             client = self._clients.get(route.provider_name)
             yield Turn(
                 record,
                 body.store,
                 build_upstream(route, client),
-                upstream_request,
+                stateless_request(body, route, [*history, *snapshot.input]),
                 route.provider.max_stream_seconds,
                 route.provider_name,
             )

@@ -178,9 +178,16 @@ def check_id_prefix(value: str | None, prefix: str, param: str) -> None:
         )
 
 
+Create = TypeVar("Create", bound=CreateResponseBody)
+
+
 def parse_create_body(raw: bytes) -> CreateResponseBody:
     """Validate a create-response body; raise a 400 :class:`APIError` naming the bad param."""
-    parsed = validate_body(CreateResponseBody, raw)
+    return check_create_body(validate_body(CreateResponseBody, raw))
+
+
+def check_create_body(parsed: Create) -> Create:
+    """The checks of a create body pydantic's types do not make."""
     if isinstance(parsed.input, list):
         check_items(parsed.input, "input")
     if isinstance(parsed.instructions, list):

@@ -192,6 +192,14 @@ class FakeUpstream:
 
     # -- responses ---------------------------------------------------------------------
 
+    async def input_tokens(self, request: Request) -> Response:
+        """Counts ten tokens per input item, so a test knows what to expect."""
+        body = await request.json()
+        self._next(body, "")
+        return JSONResponse(
+            {"object": "response.input_tokens", "input_tokens": 10 * len(body["input"])}
+        )
+
     async def responses(self, request: Request) -> Response:
         body = await request.json()
         self.headers.append(dict(request.headers))
@@ -288,5 +296,6 @@ class FakeUpstream:
             routes=[
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
                 Route("/v1/responses", self.responses, methods=["POST"]),
+                Route("/v1/responses/input_tokens", self.input_tokens, methods=["POST"]),
             ]
         )

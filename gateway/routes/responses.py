@@ -8,8 +8,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from ..input_tokens import InputTokensBody, count_input_tokens
 from ..json_response import JSONResponse
-from ..request_body import parse_create_body
+from ..request_body import check_create_body, parse_create_body, validate_body
 from ..response_object import response_object
 from .common import project, query_choice, query_int, read_body, service
 
@@ -29,6 +30,12 @@ async def create_response(request: Request) -> Response:
 
 async def cancel_response(request: Request) -> Response:
     return JSONResponse(await service(request).cancel(project(request), request.path_params["id"]))
+
+
+async def input_tokens(request: Request) -> Response:
+    body = check_create_body(validate_body(InputTokensBody, await read_body(request)))
+    tokens = await count_input_tokens(service(request), body, project(request))
+    return JSONResponse({"object": "response.input_tokens", "input_tokens": tokens})
 
 
 async def retrieve_response(request: Request) -> Response:
@@ -57,6 +64,7 @@ async def list_input_items(request: Request) -> Response:
 
 routes = [
     Route("/v1/responses", create_response, methods=["POST"]),
+    Route("/v1/responses/input_tokens", input_tokens, methods=["POST"]),
     Route("/v1/responses/{id}", retrieve_response, methods=["GET"]),
     Route("/v1/responses/{id}", delete_response, methods=["DELETE"]),
     Route("/v1/responses/{id}/input_items", list_input_items, methods=["GET"]),
