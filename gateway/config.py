@@ -79,6 +79,7 @@ class ProviderSettings(_Section):
 class ModelRoute(_Section):
     provider: str
     upstream_model: str | None = None
+    context_window: int | None = Field(default=None, ge=1)
 
 
 class Route(BaseModel):
@@ -87,6 +88,7 @@ class Route(BaseModel):
     provider_name: str
     provider: ProviderSettings
     upstream_model: str
+    context_window: int | None = None
 
 
 class GatewayConfig(_Section):
@@ -140,7 +142,12 @@ class GatewayConfig(_Section):
             name, upstream = self.default_provider, model
         else:
             return None
-        return Route(provider_name=name, provider=self.providers[name], upstream_model=upstream)
+        return Route(
+            provider_name=name,
+            provider=self.providers[name],
+            upstream_model=upstream,
+            context_window=listed.context_window if listed is not None else None,
+        )
 
 
 def substitute_env(value: Any, env: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import Field
 
-from session import normalise_input
+from session import Item, normalise_input
 
 from .request_body import CreateResponseBody
 from .stateless import stateless_request
@@ -72,11 +72,15 @@ class TokenCounter:
         self._encoding: Any = None
         self._loading = asyncio.Lock()
 
-    async def count(self, request: dict[str, Any]) -> int:
+    async def _loaded(self) -> Any:
         async with self._loading:
             if self._encoding is None:
                 self._encoding = await asyncio.to_thread(_load)
-        encoding = self._encoding
+        return self._encoding
+
+    async def count(self, request: dict[str, Any]) -> int:
+        """The tokens of a whole request: its items, instructions and tools."""
+        encoding = await self._loaded()
 
         def count() -> int:
             items = request.get("input") or []
@@ -87,6 +91,18 @@ class TokenCounter:
             return tokens + PER_ITEM * len(items) + PER_REQUEST
 
         return await asyncio.to_thread(count)
+
+    async def item_sizes(self, items: list[Item]) -> list[int]:
+        """The tokens of each item, its framing included."""
+        encoding = await self._loaded()
+
+        def sizes() -> list[int]:
+            return [
+                PER_ITEM + sum(len(encoding.encode_ordinary(text)) for text in _texts(item))
+                for item in items
+            ]
+
+        return await asyncio.to_thread(sizes)
 
 
 def _load() -> Any:

@@ -24,7 +24,7 @@ from session import (
 
 from .background import BackgroundTurns
 from .config import GatewayConfig, Route
-from .errors import invalid_request, not_found, previous_response_error, server_error
+from .errors import APIError, invalid_request, not_found, previous_response_error, server_error
 from .input_tokens import TokenCounter
 from .locks import KeyedLocks
 from .metrics import Metrics
@@ -32,8 +32,9 @@ from .request_body import CreateResponseBody
 from .response_object import response_object
 from .stateless import stateless_request
 from .streaming import StreamedTurns
-from .upstream import ProviderClient, TurnResult, Upstream, build_upstream
-from .upstream.base import UpstreamStream
+from .truncation import CONTEXT_LENGTH_EXCEEDED, is_context_overflow, stated_limit, truncated
+from .upstream import ProviderClient, TurnResult, Upstream, UpstreamError, build_upstream
+from .upstream.base import UpstreamStream, replay
 from .upstream_metrics import watched
 
 CONTINUABLE = frozenset({"completed", "incomplete"})
@@ -50,6 +51,8 @@ class Turn:
     upstream_request: Item
     max_stream_seconds: float
     provider: str
+    history: int  # how many of ``upstream_request["input"]`` come before this turn's own
+    truncation: bool  # ``truncation: "auto"``: the history may be cut to fit
 
 
 class ResponsesService:
@@ -130,20 +133,57 @@ class ResponsesService:
                 ),
                 metadata={"user": body.user} if body.user else {},
             )
+            request = stateless_request(body, route, [*history, *snapshot.input])
+            kept, truncation = len(history), body.truncation == "auto"
+            if truncation and route.context_window is not None:
+                shorter = await truncated(request, kept, self.token_counter, route.context_window)
+                request, kept = shorter or (request, kept)
             client = self._clients.get(route.provider_name)
             yield Turn(
                 record,
                 body.store,
                 build_upstream(route, client),
-                stateless_request(body, route, [*history, *snapshot.input]),
+                request,
                 route.provider.max_stream_seconds,
                 route.provider_name,
+                kept,
+                truncation,
             )
 
-    def open_upstream(
-        self, turn: Turn, *, stream: bool
-    ) -> AbstractAsyncContextManager[UpstreamStream]:
-        """The turn's upstream call, observed for metrics and the access log."""
+    @asynccontextmanager
+    async def open_upstream(self, turn: Turn, *, stream: bool) -> AsyncIterator[UpstreamStream]:
+        """The turn's upstream call, observed for metrics and the access log.
+
+        A request too long for the model's context is retried once without its oldest
+        turns under ``truncation: "auto"``; otherwise (or if it is still too long) the
+        turn fails with ``context_length_exceeded``.
+        """
+        async with AsyncExitStack() as stack:
+            yield await self._open(stack, turn, stream)
+
+    async def _open(self, stack: AsyncExitStack, turn: Turn, stream: bool) -> UpstreamStream:
+        try:
+            return await stack.enter_async_context(self._watched(turn, stream))
+        except UpstreamError as error:
+            if not is_context_overflow(error):
+                raise
+            overflow = error
+        if turn.truncation:
+            request = turn.upstream_request
+            window = stated_limit(overflow) or await self.token_counter.count(request) // 2
+            shorter = await truncated(request, turn.history, self.token_counter, window)
+            if shorter is not None:
+                turn.upstream_request, turn.history = shorter
+                try:
+                    return await stack.enter_async_context(self._watched(turn, stream))
+                except UpstreamError as error:
+                    if not is_context_overflow(error):
+                        raise
+                    overflow = error
+        failure = {"code": CONTEXT_LENGTH_EXCEEDED, "message": overflow.message}
+        return replay([], TurnResult(status="failed", error=failure))
+
+    def _watched(self, turn: Turn, stream: bool) -> AbstractAsyncContextManager[UpstreamStream]:
         return watched(
             turn.upstream,
             turn.upstream_request,
@@ -192,7 +232,10 @@ class ResponsesService:
                     if isinstance(event, TurnResult):
                         result = event
             if result is None or result.status == "failed":
-                message = (result.error or {}).get("message") if result else None
+                error = (result.error if result else None) or {}
+                message = error.get("message")
+                if error.get("code") == CONTEXT_LENGTH_EXCEEDED:
+                    raise APIError(400, str(message), param="input", code=CONTEXT_LENGTH_EXCEEDED)
                 raise server_error(
                     502,
                     str(message or "The upstream provider returned no result."),

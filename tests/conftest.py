@@ -126,12 +126,11 @@ def fake_upstream() -> Iterator[tuple[FakeUpstream, str]]:
 @pytest.fixture
 def gateway(fake_upstream: tuple[FakeUpstream, str], tmp_path: Path) -> Iterator[Gateway]:
     fake, url = fake_upstream
-    fake.requests.clear()
-    fake.headers.clear()
-    fake.replies.clear()
+    fake.reset()
     config = gateway_config(url, tmp_path / "sessions.db")
     with serve(create_app(config)) as gateway_url:
         gateway = Gateway(gateway_url, config, fake)
         yield gateway
         for client in gateway.clients:
             client.close()
+    fake.reset()

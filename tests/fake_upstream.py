@@ -92,6 +92,20 @@ class FakeUpstream:
         self.headers: list[dict[str, str]] = []
         self.replies: deque[Reply] = deque()
         self._lock = threading.Lock()
+        # A context window in tokens (a token counted as four characters of the
+        # messages), and whether its error says ``context_length_exceeded`` (OpenAI)
+        # or only explains itself in words (vLLM).
+        self.context_window: int | None = None
+        self.context_error_code = True
+
+    def reset(self) -> None:
+        """Forget what was received and scripted; no context window."""
+        with self._lock:
+            self.requests.clear()
+            self.headers.clear()
+            self.replies.clear()
+        self.context_window = None
+        self.context_error_code = True
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
@@ -108,10 +122,25 @@ class FakeUpstream:
 
     # -- chat completions --------------------------------------------------------------
 
+    def _too_long(self, messages: list[dict[str, Any]]) -> Response | None:
+        tokens = len(json.dumps([m.get("content") for m in messages])) // 4
+        if self.context_window is None or tokens <= self.context_window:
+            return None
+        error = {
+            "message": f"This model's maximum context length is {self.context_window} tokens. "
+            f"However, your messages resulted in {tokens} tokens.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded" if self.context_error_code else None,
+        }
+        return JSONResponse({"error": error}, 400)
+
     async def chat(self, request: Request) -> Response:
         body = await request.json()
         self.headers.append(dict(request.headers))
         reply = self._next(body, f"reply to: {_last_user_text(body['messages'])}")
+        if (too_long := self._too_long(body["messages"])) is not None:
+            return too_long
         if reply.status != 200:
             return JSONResponse(reply.error_body or {"error": {"message": "nope"}}, reply.status)
         top = body.get("top_logprobs", 0) if body.get("logprobs") else None
