@@ -94,7 +94,12 @@ def create_app(
             app.state.authenticator = Authenticator(config.auth, kept)
             upkeep = [
                 asyncio.create_task(
-                    fail_stale_turns(kept, config.stale_after_seconds(), SWEEP_INTERVAL_SECONDS)
+                    fail_stale_turns(
+                        kept,
+                        config.stale_after_seconds(),
+                        config.session.stream_events_seconds,
+                        SWEEP_INTERVAL_SECONDS,
+                    )
                 )
             ]
             if (retention := config.session.retention) is not None:

@@ -16,8 +16,11 @@ STALE_ERROR = {
 }
 
 
-async def fail_stale_turns(store: SessionStore, stale_after: float, interval: float) -> None:
-    """Every ``interval`` seconds (and at once), fail turns unfinished for ``stale_after``.
+async def fail_stale_turns(
+    store: SessionStore, stale_after: float, events_kept: float, interval: float
+) -> None:
+    """Every ``interval`` seconds (and at once), fail turns unfinished for ``stale_after``,
+    and drop the stream events of finished turns kept longer than ``events_kept``.
 
     A turn older than every deadline cannot still be running anywhere: its instance
     crashed. Several instances may sweep at once; each turn is marked once.
@@ -27,6 +30,7 @@ async def fail_stale_turns(store: SessionStore, stale_after: float, interval: fl
             count = await store.fail_stale(time.time() - stale_after, STALE_ERROR)
             if count:
                 logger.warning("marked %d unfinished response(s) failed", count)
+            await store.prune_events(time.time() - events_kept)
         except SessionError as error:
             logger.warning("sweep of unfinished responses skipped: %s", error.message)
         await asyncio.sleep(interval)

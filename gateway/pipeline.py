@@ -258,7 +258,9 @@ class ResponsesService:
                 "Only responses created with 'background': true can be cancelled.",
                 code="invalid_request",
             )
-        if record.status in UNFINISHED and not await self.background.cancel(response_id):
+        if record.status in UNFINISHED and not (
+            await self.background.cancel(response_id) or await self.streams.cancel(response_id)
+        ):
             # Run by another instance (or by one that died): the store decides. Its own
             # final save is then refused, as a finished turn is never overwritten.
             cancelled = record.model_copy(

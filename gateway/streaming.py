@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from prometheus_client import Gauge
 
 from session import SaveConflict, StoredResponse
 
+from .event_log import EventLog
 from .response_object import response_object
 from .upstream import Event, TurnResult, UpstreamStream
 from .upstream.results import failed_result
@@ -40,6 +42,7 @@ TERMINAL_EVENTS = {
     "completed": "response.completed",
     "incomplete": "response.incomplete",
     "failed": "response.failed",
+    "cancelled": "response.failed",  # OpenAI has no event of its own for a cancelled stream
 }
 
 
@@ -48,12 +51,43 @@ def sse(event: Event) -> bytes:
     return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
 
 
+def terminal_event(record: StoredResponse, sequence_number: int, *, store: bool = True) -> bytes:
+    """The event that ends a stream, for a finished (or cancelled) record."""
+    return sse(
+        {
+            "type": TERMINAL_EVENTS[record.status],
+            "response": response_object(record, store=store),
+            "sequence_number": sequence_number,
+        }
+    )
+
+
 class StreamedTurns:
     """The streamed turns in flight, so that shutdown can finish or fail each of them."""
 
     def __init__(self, active: Gauge) -> None:
         self._tasks: set[asyncio.Task[None]] = set()
         self._active = active
+        self._background: dict[str, asyncio.Task[None]] = {}  # response id -> its task
+        self.cancelled: set[str] = set()
+
+    def run_in_background(self, response_id: str) -> None:
+        """Let :meth:`cancel` reach the calling stream task by its response id."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._background[response_id] = task
+        task.add_done_callback(lambda _: self._background.pop(response_id, None))
+
+    async def cancel(self, response_id: str) -> bool:
+        """Cancel a background stream run here; True once it is stored ``cancelled``."""
+        task = self._background.get(response_id)
+        if task is None:
+            return False
+        self.cancelled.add(response_id)
+        task.cancel()
+        await asyncio.wait({task})
+        self.cancelled.discard(response_id)
+        return True
 
     async def start(
         self, service: ResponsesService, body: CreateResponseBody, project: str
@@ -115,6 +149,8 @@ async def _run(
             service.open_upstream(turn, stream=True) as events,
         ):
             await service.save_started(turn)
+            if turn.record.request.background:
+                service.streams.run_in_background(turn.record.id)
             ready.set_result(None)
             unsaved = await _pump(service, turn, events, put, flowing)
     except BaseException as error:
@@ -163,9 +199,17 @@ async def _pump(
     finished turn and its failure.
     """
     numbers = itertools.count()
+    record = turn.record
+    kept = None
+    if record.request.background and turn.store:
+        kept = EventLog(service.store, record.project, record.id)
 
     def emit(event: dict[str, Any]) -> None:
-        put(sse({**event, "sequence_number": next(numbers)}))
+        number = next(numbers)
+        data = orjson.dumps({**event, "sequence_number": number})
+        put(b"event: " + event["type"].encode() + b"\ndata: " + data + b"\n\n")
+        if kept is not None:
+            kept.add(number, data)
 
     started = response_object(turn.record, store=turn.store)
     emit({"type": "response.created", "response": started})
@@ -192,9 +236,14 @@ async def _pump(
     except asyncio.CancelledError:
         cancelled = True
         result = failed_result("The gateway shut down before the response was complete.")
+        if record.id in service.streams.cancelled:  # by its client, not by a shutdown
+            result = None
     except Exception:
         logger.exception("the stream of %s broke", turn.record.id)
-    record = service.finished(turn.record, result or failed_result("The response broke off."))
+    if cancelled and result is None:
+        record = record.model_copy(update={"status": "cancelled", "completed_at": time.time()})
+    else:
+        record = service.finished(record, result or failed_result("The response broke off."))
     try:
         await service.save_finished(turn, record, started=True)
     except Exception as error:
@@ -214,6 +263,8 @@ async def _pump(
         }
     )
     put(None)
+    if kept is not None:
+        await kept.close()
     if cancelled:
         raise asyncio.CancelledError
     return unsaved

@@ -43,6 +43,7 @@ class SessionSettings(BaseModel):
     cache_turns: int = Field(default=10_000, ge=0)
     retention: Duration | None = None  # seconds; "30d" in config.yaml; None keeps forever
     retention_sweep_seconds: float = Field(default=300.0, gt=0)
+    stream_events_seconds: float = Field(default=600.0, gt=0)  # kept for resuming, once done
     sqlite: SQLiteSettings = Field(default_factory=SQLiteSettings)
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
 

@@ -76,6 +76,8 @@ class MemoryStore:
         self._unfinished: dict[tuple[str, str], float] = {}  # (project, id) -> created_at
         self._conversations: dict[str, dict[str, _ConversationState]] = {}
         self._keys: dict[str, str] = {}  # key id -> JSON
+        # (project, response id) -> sequence number -> (event JSON, time kept)
+        self._events: dict[tuple[str, str], dict[int, tuple[str, float]]] = {}
 
     # -- responses ---------------------------------------------------------------------
 
@@ -241,6 +243,32 @@ class MemoryStore:
             if record.created_at >= since
         )
 
+    async def append_events(
+        self, project: str, response_id: str, events: list[tuple[int, str]]
+    ) -> None:
+        kept = self._events.setdefault((project, response_id), {})
+        now = time.time()
+        for seq, event in events:
+            kept.setdefault(seq, (event, now))
+
+    async def events_after(
+        self, project: str, response_id: str, after: int, limit: int = 1000
+    ) -> list[tuple[int, str]]:
+        kept = self._events.get((project, response_id), {})
+        return [(seq, kept[seq][0]) for seq in sorted(kept) if seq > after][:limit]
+
+    async def prune_events(self, before: float) -> int:
+        dropped = 0
+        for key, kept in list(self._events.items()):
+            if key in self._unfinished:
+                continue
+            for seq in [seq for seq, (_, at) in kept.items() if at < before]:
+                del kept[seq]
+                dropped += 1
+            if not kept:
+                del self._events[key]
+        return dropped
+
     async def create_key(self, key: ApiKey) -> None:
         self._keys[key.id] = key.model_dump_json()
 
@@ -269,3 +297,4 @@ class MemoryStore:
         self._unfinished.clear()
         self._conversations.clear()
         self._keys.clear()
+        self._events.clear()

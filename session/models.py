@@ -83,6 +83,7 @@ class RequestSnapshot(BaseModel):
     prompt_cache_key: str | None = None
     prompt_cache_retention: str | None = None
     background: bool = False
+    stream: bool = False
     metadata: dict[str, str] | None = None
 
     @field_validator("input", mode="before")

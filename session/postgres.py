@@ -369,6 +369,25 @@ class PostgresStore:
             return await admin.usage(conn, project, since)
 
     @bounded
+    async def append_events(
+        self, project: str, response_id: str, events: list[tuple[int, str]]
+    ) -> None:
+        async with self._connection() as conn:
+            await admin.append_events(conn, project, response_id, events)
+
+    @bounded
+    async def events_after(
+        self, project: str, response_id: str, after: int, limit: int = 1000
+    ) -> list[tuple[int, str]]:
+        async with self._connection() as conn:
+            return await admin.events_after(conn, project, response_id, after, limit)
+
+    @bounded
+    async def prune_events(self, before: float) -> int:
+        async with self._connection() as conn:
+            return await admin.prune_events(conn, before)
+
+    @bounded
     async def create_key(self, key: ApiKey) -> None:
         async with self._connection() as conn:
             await admin.insert_key(conn, key)

@@ -1,7 +1,8 @@
-"""API keys, retention and usage statements for the PostgreSQL backend."""
+"""API keys, retention, usage and stream-event statements for the PostgreSQL backend."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -81,3 +82,36 @@ async def usage(conn: Connection, project: str | None, since: float) -> list[Usa
         (since, project, project),
     )
     return [usage_row(*row) for row in await cursor.fetchall()]
+
+
+async def append_events(
+    conn: Connection, project: str, response_id: str, events: list[tuple[int, str]]
+) -> None:
+    now = time.time()
+    async with conn.cursor() as cursor:
+        await cursor.executemany(
+            "INSERT INTO response_events (project, response_id, seq, event, created_at)"
+            " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            [(project, response_id, seq, event, now) for seq, event in events],
+        )
+
+
+async def events_after(
+    conn: Connection, project: str, response_id: str, after: int, limit: int
+) -> list[tuple[int, str]]:
+    cursor = await conn.execute(
+        "SELECT seq, event FROM response_events WHERE project = %s AND response_id = %s"
+        " AND seq > %s ORDER BY seq LIMIT %s",
+        (project, response_id, after, limit),
+    )
+    return [(int(seq), event) for seq, event in await cursor.fetchall()]
+
+
+async def prune_events(conn: Connection, before: float) -> int:
+    cursor = await conn.execute(
+        "DELETE FROM response_events e WHERE e.created_at < %s AND NOT EXISTS ("
+        " SELECT 1 FROM responses r WHERE r.project = e.project AND r.id = e.response_id"
+        " AND r.status IN ('queued', 'in_progress'))",
+        (before,),
+    )
+    return cursor.rowcount

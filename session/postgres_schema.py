@@ -75,6 +75,17 @@ MIGRATIONS: list[str] = [
     UPDATE conversations SET updated_at = created_at;
     CREATE INDEX conversations_updated ON conversations (updated_at);
     """,
+    """
+    CREATE TABLE response_events (
+        project TEXT NOT NULL,
+        response_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        event TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (project, response_id, seq)
+    );
+    CREATE INDEX response_events_created ON response_events (created_at);
+    """,
 ]
 
 

@@ -303,6 +303,21 @@ class SQLiteStore:
     async def usage(self, project: str | None, since: float) -> list[UsageRow]:
         return await self._db.read(lambda conn: admin.usage(conn, project, since))
 
+    async def append_events(
+        self, project: str, response_id: str, events: list[tuple[int, str]]
+    ) -> None:
+        await self._db.write(lambda c: admin.append_events(c, project, response_id, events))
+
+    async def events_after(
+        self, project: str, response_id: str, after: int, limit: int = 1000
+    ) -> list[tuple[int, str]]:
+        return await self._db.read_now(
+            lambda c: admin.events_after(c, project, response_id, after, limit)
+        )
+
+    async def prune_events(self, before: float) -> int:
+        return await self._db.write(lambda conn: admin.prune_events(conn, before))
+
     async def create_key(self, key: ApiKey) -> None:
         await self._db.write(lambda conn: admin.insert_key(conn, key))
 

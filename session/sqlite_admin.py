@@ -1,8 +1,9 @@
-"""API keys, retention and usage statements for the SQLite backend."""
+"""API keys, retention, usage and stream-event statements for the SQLite backend."""
 
 from __future__ import annotations
 
 import sqlite3
+import time
 
 from .errors import KeyNotFound
 from .keys import KEY_COLUMNS, ApiKey, key_from_row
@@ -71,3 +72,34 @@ def usage(conn: sqlite3.Connection, project: str | None, since: float) -> list[U
         (since, project, project),
     ).fetchall()
     return [usage_row(*row) for row in rows]
+
+
+def append_events(
+    conn: sqlite3.Connection, project: str, response_id: str, events: list[tuple[int, str]]
+) -> None:
+    now = time.time()
+    conn.executemany(
+        "INSERT OR IGNORE INTO response_events (project, response_id, seq, event, created_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        [(project, response_id, seq, event, now) for seq, event in events],
+    )
+
+
+def events_after(
+    conn: sqlite3.Connection, project: str, response_id: str, after: int, limit: int
+) -> list[tuple[int, str]]:
+    rows = conn.execute(
+        "SELECT seq, event FROM response_events WHERE project = ? AND response_id = ?"
+        " AND seq > ? ORDER BY seq LIMIT ?",
+        (project, response_id, after, limit),
+    ).fetchall()
+    return [(seq, event) for seq, event in rows]
+
+
+def prune_events(conn: sqlite3.Connection, before: float) -> int:
+    return conn.execute(
+        "DELETE FROM response_events WHERE created_at < ? AND NOT EXISTS ("
+        " SELECT 1 FROM responses r WHERE r.project = response_events.project"
+        " AND r.id = response_events.response_id AND r.status IN ('queued', 'in_progress'))",
+        (before,),
+    ).rowcount

@@ -90,12 +90,29 @@ def _v5_keys_and_retention(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX conversations_updated ON conversations (updated_at)")
 
 
+def _v6_response_events(db: sqlite_utils.Database) -> None:
+    db.execute(
+        """
+        CREATE TABLE response_events (
+            project TEXT NOT NULL,
+            response_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            event TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (project, response_id, seq)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute("CREATE INDEX response_events_created ON response_events (created_at)")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_responses,
     _v2_conversations,
     _v3_unfinished_index,
     _v4_drop_unread_indexes,
     _v5_keys_and_retention,
+    _v6_response_events,
 ]
 
 

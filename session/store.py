@@ -127,6 +127,22 @@ class SessionStore(Protocol):
         """Token totals of the turns created since ``since``, by project and model."""
         ...
 
+    async def append_events(
+        self, project: str, response_id: str, events: list[tuple[int, str]]
+    ) -> None:
+        """Keep a streamed response's events (sequence number, JSON) for clients that resume."""
+        ...
+
+    async def events_after(
+        self, project: str, response_id: str, after: int, limit: int = 1000
+    ) -> list[tuple[int, str]]:
+        """A response's kept events with a sequence number above ``after``, in order."""
+        ...
+
+    async def prune_events(self, before: float) -> int:
+        """Drop the events kept before ``before`` of responses that have finished."""
+        ...
+
     async def create_key(self, key: ApiKey) -> None:
         """Store a managed API key (its secret's hash, never the secret)."""
         ...

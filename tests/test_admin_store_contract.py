@@ -148,3 +148,24 @@ async def test_usage_totals_tokens_by_project_and_model(store: SessionStore) -> 
     ]
     assert await store.usage("b", since) == [UsageRow("b", model, 1, 10, 4, 3, 2)]
     assert await store.usage("c", since) == []
+
+
+async def test_stream_events_are_kept_in_order_and_pruned_once_finished(
+    store: SessionStore,
+) -> None:
+    await store.save(turn("resp_running", status="in_progress"))
+    await store.save(turn("resp_done"))
+    for response_id in ("resp_running", "resp_done"):
+        await store.append_events("default", response_id, [(0, '{"n":0}'), (1, '{"n":1}')])
+        await store.append_events("default", response_id, [(1, '{"n":1}'), (2, '{"n":2}')])
+    assert await store.events_after("default", "resp_done", -1) == [
+        (0, '{"n":0}'),
+        (1, '{"n":1}'),
+        (2, '{"n":2}'),
+    ]
+    assert await store.events_after("default", "resp_done", 1) == [(2, '{"n":2}')]
+    assert await store.events_after("default", "resp_done", 0, limit=1) == [(1, '{"n":1}')]
+    assert await store.events_after("other", "resp_done", -1) == []
+    assert await store.prune_events(time.time() + 1) == 3  # the running response keeps its
+    assert await store.events_after("default", "resp_done", -1) == []
+    assert len(await store.events_after("default", "resp_running", -1)) == 3

@@ -8,10 +8,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from ..errors import invalid_request
+from ..event_log import resumed
 from ..input_tokens import InputTokensBody, count_input_tokens
 from ..json_response import JSONResponse
 from ..request_body import check_create_body, parse_create_body, validate_body
 from ..response_object import response_object
+from ..streaming import terminal_event
 from .common import project, query_choice, query_int, read_body, service
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -39,8 +42,19 @@ async def input_tokens(request: Request) -> Response:
 
 
 async def retrieve_response(request: Request) -> Response:
-    record = await service(request).store.get(project(request), request.path_params["id"])
-    return JSONResponse(response_object(record))
+    store = service(request).store
+    record = await store.get(project(request), request.path_params["id"])
+    if query_choice(request, "stream", "false", ("true", "false")) == "false":
+        return JSONResponse(response_object(record))
+    if not record.request.background or not record.request.stream:
+        raise invalid_request(
+            "Only a response created with 'background' and 'stream' can be streamed again.",
+            param="stream",
+            code="invalid_request",
+        )
+    after = query_int(request, "starting_after", -1, -1, 10**9)
+    chunks = resumed(store, record, after, terminal_event)
+    return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
 
 
 async def delete_response(request: Request) -> Response:

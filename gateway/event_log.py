@@ -1,0 +1,97 @@
+"""A background stream's events, kept in the store so a client can resume it anywhere.
+
+The stream writes in batches (every ``interval`` seconds, and once at its end); a client
+that resumes with ``starting_after=N`` reads what is kept after N, then polls for the
+rest until the terminal event. Every event reaches it exactly once, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+
+import orjson
+
+from session import SessionError, SessionStore, StoredResponse
+
+logger = logging.getLogger("gateway.event_log")
+
+TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+FLUSH_SECONDS = 0.05
+POLL_SECONDS = 0.1
+
+
+class EventLog:
+    """Writes one stream's numbered events to the store behind it, in order."""
+
+    def __init__(self, store: SessionStore, project: str, response_id: str) -> None:
+        self._store = store
+        self._key = (project, response_id)
+        self._pending: list[tuple[int, str]] = []
+        self._writer = asyncio.create_task(self._write_every(FLUSH_SECONDS))
+
+    def add(self, seq: int, event: bytes) -> None:
+        self._pending.append((seq, event.decode()))
+
+    async def _write_every(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            await self.flush()
+
+    async def flush(self) -> None:
+        batch, self._pending = self._pending, []
+        if not batch:
+            return
+        try:
+            await self._store.append_events(*self._key, batch)
+        except SessionError as error:
+            self._pending = batch + self._pending  # the next flush tries again
+            logger.warning("events of %s not kept yet: %s", self._key[1], error.message)
+
+    async def close(self) -> None:
+        self._writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._writer
+        await self.flush()
+
+
+async def _ended_at(store: SessionStore, record: StoredResponse, seq: int) -> bool:
+    """Whether the kept event numbered ``seq`` is the stream's terminal event."""
+    kept = await store.events_after(record.project, record.id, seq - 1, limit=1)
+    return bool(kept) and kept[0][0] == seq and orjson.loads(kept[0][1])["type"] in TERMINAL
+
+
+async def resumed(
+    store: SessionStore,
+    record: StoredResponse,
+    after: int,
+    ending: Callable[[StoredResponse, int], bytes],
+) -> AsyncIterator[bytes]:
+    """The SSE bytes of every kept event after ``after``, then the live tail, then the end.
+
+    If the response finished but its terminal event never arrived (its instance died),
+    ``ending(record, next_sequence_number)`` closes the stream instead.
+    """
+    project, response_id = record.project, record.id
+    quiet_after_finish = 0
+    while True:
+        events = await store.events_after(project, response_id, after)
+        for seq, event in events:
+            kind = orjson.loads(event)["type"]
+            yield b"event: " + kind.encode() + b"\ndata: " + event.encode() + b"\n\n"
+            after = seq
+            if kind in TERMINAL:
+                return
+        if events:
+            quiet_after_finish = 0
+            continue
+        record = await store.get(project, response_id)
+        if record.status not in ("queued", "in_progress"):
+            quiet_after_finish += 1
+            if quiet_after_finish > 3:  # its writer is gone: end from the stored record
+                if not await _ended_at(store, record, after):
+                    yield ending(record, after + 1)
+                return
+        await asyncio.sleep(POLL_SECONDS)
