@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
 import threading
 import time
 from contextlib import ExitStack
@@ -12,12 +14,15 @@ from typing import Any
 import httpx
 import openai
 import pytest
+import yaml
 
-from gateway import create_app
+from gateway import create_app, load_config
+from gateway.maintenance import STALE_ERROR
+from session import build_store
 
 from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream, Reply
-from .servers import serve
+from .servers import serve, start_instance
 
 
 def poll(client: openai.OpenAI, response_id: str, until: set[str]) -> Any:
@@ -137,3 +142,52 @@ def test_another_instance_can_cancel_on_a_shared_store(
             assert time.monotonic() < deadline
             time.sleep(0.02)
         assert one.responses.retrieve(queued.id).status == "cancelled"
+
+
+def test_a_background_turn_whose_instance_died_is_failed_by_the_sweep(
+    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
+) -> None:
+    fake, upstream_url = fake_upstream
+    fake.reset()
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "session": {"sqlite": {"path": str(tmp_path / "s.db")}},
+                "providers": {
+                    "fake": {"wire_api": "chat_completions", "base_url": f"{upstream_url}/v1"}
+                },
+                "default_provider": "fake",
+            }
+        )
+    )
+    gate = threading.Event()
+    fake.script(Reply(text="never", gate=gate))
+    process, url = start_instance(config)
+    try:
+        body = {"model": "m", "input": "x", "background": True}
+        queued = httpx.post(f"{url}/v1/responses", json=body).json()
+        wait_for_upstream(fake, 1)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        gate.set()
+        if process.poll() is None:
+            process.kill()
+
+    async def sweep() -> None:  # what the sweep does once the turn is past every deadline
+        store = build_store(load_config(config).session)
+        try:
+            assert (await store.get("default", queued["id"])).status == "in_progress"
+            assert await store.fail_stale(time.time() + 1, STALE_ERROR) == 1
+        finally:
+            await store.close()
+
+    asyncio.run(sweep())
+    restarted, url = start_instance(config)
+    try:
+        failed = httpx.get(f"{url}/v1/responses/{queued['id']}").json()
+    finally:
+        restarted.terminate()
+        restarted.wait(timeout=30)
+    assert failed["status"] == "failed" and failed["error"] == STALE_ERROR
