@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import WebSocketRoute
 
 from session import SessionError, SessionStore, build_store
 
@@ -28,7 +29,7 @@ from .middleware import (
     ObserveMiddleware,
 )
 from .pipeline import ResponsesService
-from .routes import conversations, meta, responses
+from .routes import conversations, meta, responses, websocket
 from .upstream import ProviderClient, UnsupportedInput, UpstreamError
 
 logger = logging.getLogger("gateway")
@@ -116,7 +117,12 @@ def create_app(
                 )
 
     metrics = Metrics()
-    routes = [*responses.routes, *conversations.routes, *meta.routes]
+    routes = [
+        *responses.routes,
+        WebSocketRoute("/v1/responses", websocket.responses_socket),
+        *conversations.routes,
+        *meta.routes,
+    ]
     app = Starlette(
         routes=routes,
         lifespan=lifespan,

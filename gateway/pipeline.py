@@ -104,7 +104,9 @@ class ResponsesService:
         return []
 
     @asynccontextmanager
-    async def turn(self, body: CreateResponseBody, project: str) -> AsyncIterator[Turn]:
+    async def turn(
+        self, body: CreateResponseBody, project: str, history: list[Item] | None = None
+    ) -> AsyncIterator[Turn]:
         """Route the model and resolve the context; the turn holds what it needs until it ends.
 
         Turns on one conversation are serialised: the next reads the context only once
@@ -114,7 +116,8 @@ class ResponsesService:
         async with AsyncExitStack() as stack:
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))
-            history = await self.history(body, project)
+            if history is None:  # else the caller resolved it (a WebSocket's last response)
+                history = await self.history(body, project)
             # The body is validated already: the records are built without validating again.
             fields = {key: getattr(body, key) for key in RequestSnapshot.model_fields}
             fields["input"] = normalise_input(body.input)
@@ -270,6 +273,8 @@ class ResponsesService:
                 await self.store.save(cancelled, overwrite=True)
         return response_object(await self.store.get(project, response_id))
 
-    async def stream(self, body: CreateResponseBody, project: str) -> AsyncIterator[bytes]:
+    async def stream(
+        self, body: CreateResponseBody, project: str, history: list[Item] | None = None
+    ) -> AsyncIterator[bytes]:
         """Start a streamed turn; return its SSE bytes (see :mod:`gateway.streaming`)."""
-        return await self.streams.start(self, body, project)
+        return await self.streams.start(self, body, project, history)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from prometheus_client import Gauge
 
-from session import SaveConflict, StoredResponse
+from session import Item, SaveConflict, StoredResponse
 
 from .event_log import EventLog
 from .response_object import response_object
@@ -90,14 +90,20 @@ class StreamedTurns:
         return True
 
     async def start(
-        self, service: ResponsesService, body: CreateResponseBody, project: str
+        self,
+        service: ResponsesService,
+        body: CreateResponseBody,
+        project: str,
+        history: list[Item] | None = None,
     ) -> AsyncIterator[bytes]:
         """Open a streamed turn; return its SSE bytes, or raise what stopped it opening."""
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ready.add_done_callback(_consume_exception)
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         flowing = asyncio.Event()
-        task = asyncio.create_task(_run(service, body, project, ready, queue.put_nowait, flowing))
+        task = asyncio.create_task(
+            _run(service, body, project, history, ready, queue.put_nowait, flowing)
+        )
         self._tasks.add(task)
         self._active.inc()
         task.add_done_callback(self._done)
@@ -138,6 +144,7 @@ async def _run(
     service: ResponsesService,
     body: CreateResponseBody,
     project: str,
+    history: list[Item] | None,
     ready: asyncio.Future[None],
     put: Callable[[bytes | None], None],
     flowing: asyncio.Event,
@@ -145,7 +152,7 @@ async def _run(
     unsaved: StoredResponse | None = None
     try:
         async with (
-            service.turn(body, project) as turn,
+            service.turn(body, project, history) as turn,
             service.open_upstream(turn, stream=True) as events,
         ):
             await service.save_started(turn)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
 from session import SessionError
 
@@ -36,10 +37,20 @@ class APIKeyMiddleware:
         try:
             caller = await authenticator.admit(authorization)
         except APIError as error:
-            await error.response()(scope, receive, send)
+            await _refuse(scope, receive, send, error)
             return
         except SessionError as error:
-            await from_session_error(error).response()(scope, receive, send)
+            await _refuse(scope, receive, send, from_session_error(error))
             return
         scope.setdefault("state", {})["project"] = caller.project
         await self.app(scope, receive, send)
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, error: APIError) -> None:
+    """The error as an HTTP answer, to a WebSocket upgrade too where the server can."""
+    if scope["type"] == "http":
+        await error.response()(scope, receive, send)
+    elif "websocket.http.response" in scope.get("extensions", {}):
+        await WebSocket(scope, receive, send).send_denial_response(error.response())
+    else:
+        await send({"type": "websocket.close", "code": 1008, "reason": error.message[:100]})
