@@ -76,10 +76,30 @@ class ProviderSettings(_Section):
         return self
 
 
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class CodexModelSettings(_Section):
+    """How Codex should use a model, for its model catalog (``GET /v1/models?client_version``)."""
+
+    display_name: str | None = None
+    description: str | None = None
+    reasoning_levels: list[Effort] = Field(default_factory=list)
+    default_reasoning_level: Effort | None = None
+    shell_type: Literal["default", "local", "unified_exec", "disabled", "shell_command"] = (
+        "shell_command"
+    )
+    apply_patch_tool_type: Literal["freeform", "function"] | None = "freeform"
+    supports_parallel_tool_calls: bool = False
+    base_instructions: str = ""
+    priority: int = 0
+
+
 class ModelRoute(_Section):
     provider: str
     upstream_model: str | None = None
     context_window: int | None = Field(default=None, ge=1)
+    codex: CodexModelSettings = Field(default_factory=CodexModelSettings)
 
 
 class Route(BaseModel):

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -10,6 +12,7 @@ from starlette.routing import Route
 from session import SessionError
 
 from ..auth import is_admin, unauthorized
+from ..config import GatewayConfig
 from ..errors import RETRY_AFTER_SECONDS
 from ..json_response import JSONResponse
 from ..metrics import Metrics
@@ -18,11 +21,49 @@ from .common import service
 
 async def list_models(request: Request) -> Response:
     config = service(request).config
+    if "client_version" in request.query_params:  # Codex asks for its own catalog
+        return JSONResponse({"models": codex_catalog(config)})
     data = [
         {"id": name, "object": "model", "created": 0, "owned_by": route.provider}
         for name, route in config.models.items()
     ]
     return JSONResponse({"object": "list", "data": data})
+
+
+def codex_catalog(config: GatewayConfig) -> list[dict[str, Any]]:
+    """The configured models in the shape of Codex's ``ModelInfo``."""
+    catalog = []
+    for name, route in config.models.items():
+        codex = route.codex
+        catalog.append(
+            {
+                "slug": name,
+                "display_name": codex.display_name or name,
+                "description": codex.description,
+                "default_reasoning_level": codex.default_reasoning_level,
+                "supported_reasoning_levels": [
+                    {"effort": effort, "description": f"{effort} reasoning"}
+                    for effort in codex.reasoning_levels
+                ],
+                "shell_type": codex.shell_type,
+                "visibility": "list",
+                "supported_in_api": True,
+                "priority": codex.priority,
+                "upgrade": None,
+                "base_instructions": codex.base_instructions,
+                "supports_reasoning_summaries": bool(codex.reasoning_levels),
+                "support_verbosity": False,
+                "default_verbosity": None,
+                "apply_patch_tool_type": codex.apply_patch_tool_type,
+                "truncation_policy": {"mode": "bytes", "limit": 10_000},
+                "supports_parallel_tool_calls": codex.supports_parallel_tool_calls,
+                "context_window": route.context_window,
+                "effective_context_window_percent": 95,
+                "experimental_supported_tools": [],
+                "input_modalities": ["text", "image"],
+            }
+        )
+    return catalog
 
 
 async def health(request: Request) -> Response:
