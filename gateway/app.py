@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -17,6 +18,7 @@ from starlette.routing import WebSocketRoute
 from session import SessionError, SessionStore, build_store
 
 from .auth import Authenticator
+from .compaction import Sealer
 from .config import GatewayConfig
 from .errors import APIError, from_session_error, from_upstream_error, server_error
 from .maintenance import fail_stale_turns, prune_expired
@@ -90,7 +92,10 @@ def create_app(
                 if provider.wire_api != "echo"
             }
             kept = measured(opened, metrics)
-            service = ResponsesService(kept, config, clients, metrics)
+            secret = config.compaction.secret or await kept.shared_secret(
+                "compaction", secrets.token_urlsafe(32)
+            )
+            service = ResponsesService(kept, config, clients, metrics, Sealer(secret))
             app.state.service = service
             app.state.authenticator = Authenticator(config.auth, kept)
             upkeep = [

@@ -111,9 +111,15 @@ class Route(BaseModel):
     context_window: int | None = None
 
 
+class CompactionSettings(_Section):
+    # Seals compaction items; unset, one is generated and kept in the session store.
+    secret: str | None = Field(default=None, min_length=16)
+
+
 class GatewayConfig(_Section):
     server: ServerSettings = Field(default_factory=ServerSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     session: SessionSettings = Field(default_factory=SessionSettings)
     providers: dict[str, ProviderSettings] = Field(
         default_factory=lambda: {"echo": ProviderSettings(wire_api="echo")}

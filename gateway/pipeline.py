@@ -23,6 +23,7 @@ from session import (
 )
 
 from .background import BackgroundTurns
+from .compaction import CompactingUpstream, Sealer, expand
 from .config import GatewayConfig, Route
 from .errors import APIError, invalid_request, not_found, previous_response_error, server_error
 from .input_tokens import TokenCounter
@@ -64,10 +65,12 @@ class ResponsesService:
         config: GatewayConfig,
         clients: Mapping[str, ProviderClient],
         metrics: Metrics,
+        sealer: Sealer,
     ) -> None:
         self.store = store
         self.config = config
         self.metrics = metrics
+        self.sealer = sealer
         self._clients = clients
         self._conversations = KeyedLocks()
         self.streams = StreamedTurns(metrics.active_streams)
@@ -136,16 +139,20 @@ class ResponsesService:
                 ),
                 metadata={"user": body.user} if body.user else {},
             )
-            request = stateless_request(body, route, [*history, *snapshot.input])
+            items = expand(self.sealer, project, [*history, *snapshot.input], len(history))
+            request = stateless_request(body, route, items)
             kept, truncation = len(history), body.truncation == "auto"
             if truncation and route.context_window is not None:
                 shorter = await truncated(request, kept, self.token_counter, route.context_window)
                 request, kept = shorter or (request, kept)
-            client = self._clients.get(route.provider_name)
+            upstream = build_upstream(route, self._clients.get(route.provider_name))
+            triggered = bool(items) and items[-1].get("type") == "compaction_trigger"
+            if triggered and route.provider.wire_api != "responses":  # compacts by itself
+                upstream = CompactingUpstream(upstream, self.sealer, project)
             yield Turn(
                 record,
                 body.store,
-                build_upstream(route, client),
+                upstream,
                 request,
                 route.provider.max_stream_seconds,
                 route.provider_name,

@@ -76,6 +76,7 @@ class MemoryStore:
         self._unfinished: dict[tuple[str, str], float] = {}  # (project, id) -> created_at
         self._conversations: dict[str, dict[str, _ConversationState]] = {}
         self._keys: dict[str, str] = {}  # key id -> JSON
+        self._secrets: dict[str, str] = {}
         # (project, response id) -> sequence number -> (event JSON, time kept)
         self._events: dict[tuple[str, str], dict[int, tuple[str, float]]] = {}
 
@@ -268,6 +269,9 @@ class MemoryStore:
             if not kept:
                 del self._events[key]
         return dropped
+
+    async def shared_secret(self, name: str, candidate: str) -> str:
+        return self._secrets.setdefault(name, candidate)
 
     async def create_key(self, key: ApiKey) -> None:
         self._keys[key.id] = key.model_dump_json()

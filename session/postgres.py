@@ -388,6 +388,11 @@ class PostgresStore:
             return await admin.prune_events(conn, before)
 
     @bounded
+    async def shared_secret(self, name: str, candidate: str) -> str:
+        async with self._connection() as conn:
+            return await admin.shared_secret(conn, name, candidate)
+
+    @bounded
     async def create_key(self, key: ApiKey) -> None:
         async with self._connection() as conn:
             await admin.insert_key(conn, key)

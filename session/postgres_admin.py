@@ -115,3 +115,14 @@ async def prune_events(conn: Connection, before: float) -> int:
         (before,),
     )
     return cursor.rowcount
+
+
+async def shared_secret(conn: Connection, name: str, candidate: str) -> str:
+    await conn.execute(
+        "INSERT INTO gateway_secrets (name, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        (name, candidate),
+    )
+    cursor = await conn.execute("SELECT value FROM gateway_secrets WHERE name = %s", (name,))
+    row = await cursor.fetchone()
+    assert row is not None
+    return str(row[0])

@@ -86,6 +86,7 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX response_events_created ON response_events (created_at);
     """,
+    "CREATE TABLE gateway_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
 ]
 
 

@@ -318,6 +318,9 @@ class SQLiteStore:
     async def prune_events(self, before: float) -> int:
         return await self._db.write(lambda conn: admin.prune_events(conn, before))
 
+    async def shared_secret(self, name: str, candidate: str) -> str:
+        return await self._db.write(lambda conn: admin.shared_secret(conn, name, candidate))
+
     async def create_key(self, key: ApiKey) -> None:
         await self._db.write(lambda conn: admin.insert_key(conn, key))
 

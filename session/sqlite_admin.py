@@ -103,3 +103,13 @@ def prune_events(conn: sqlite3.Connection, before: float) -> int:
         " AND r.id = response_events.response_id AND r.status IN ('queued', 'in_progress'))",
         (before,),
     ).rowcount
+
+
+def shared_secret(conn: sqlite3.Connection, name: str, candidate: str) -> str:
+    conn.execute(
+        "INSERT OR IGNORE INTO gateway_secrets (name, value) VALUES (?, ?)", (name, candidate)
+    )
+    value: str = conn.execute(
+        "SELECT value FROM gateway_secrets WHERE name = ?", (name,)
+    ).fetchone()[0]
+    return value

@@ -106,6 +106,10 @@ def _v6_response_events(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX response_events_created ON response_events (created_at)")
 
 
+def _v7_secrets(db: sqlite_utils.Database) -> None:
+    db.execute("CREATE TABLE gateway_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_responses,
     _v2_conversations,
@@ -113,6 +117,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v4_drop_unread_indexes,
     _v5_keys_and_retention,
     _v6_response_events,
+    _v7_secrets,
 ]
 
 

@@ -143,6 +143,13 @@ class SessionStore(Protocol):
         """Drop the events kept before ``before`` of responses that have finished."""
         ...
 
+    async def shared_secret(self, name: str, candidate: str) -> str:
+        """The secret stored as ``name``; ``candidate`` becomes it if none is stored yet.
+
+        Instances starting together agree: the first stored wins and all return it.
+        """
+        ...
+
     async def create_key(self, key: ApiKey) -> None:
         """Store a managed API key (its secret's hash, never the secret)."""
         ...

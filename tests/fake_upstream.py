@@ -221,6 +221,22 @@ class FakeUpstream:
 
     # -- responses ---------------------------------------------------------------------
 
+    async def compact(self, request: Request) -> Response:
+        """Compacts as OpenAI does, into an item only it can read."""
+        body = await request.json()
+        self._next(body, "")
+        item = {"id": "cmp_up", "type": "compaction", "encrypted_content": "opaque-upstream"}
+        usage = {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7}
+        return JSONResponse(
+            {
+                "id": "resp_compacted",
+                "object": "response.compaction",
+                "created_at": 1,
+                "output": [item],
+                "usage": usage,
+            }
+        )
+
     async def input_tokens(self, request: Request) -> Response:
         """Counts ten tokens per input item, so a test knows what to expect."""
         body = await request.json()
@@ -326,5 +342,6 @@ class FakeUpstream:
                 Route("/v1/chat/completions", self.chat, methods=["POST"]),
                 Route("/v1/responses", self.responses, methods=["POST"]),
                 Route("/v1/responses/input_tokens", self.input_tokens, methods=["POST"]),
+                Route("/v1/responses/compact", self.compact, methods=["POST"]),
             ]
         )

@@ -169,3 +169,16 @@ async def test_stream_events_are_kept_in_order_and_pruned_once_finished(
     assert await store.prune_events(time.time() + 1) == 3  # the running response keeps its
     assert await store.events_after("default", "resp_done", -1) == []
     assert len(await store.events_after("default", "resp_running", -1)) == 3
+
+
+async def test_the_first_shared_secret_stored_wins(store_factory: StoreFactory) -> None:
+    first = store_factory()
+    second = first if isinstance(first, MemoryStore) else store_factory()
+    try:
+        assert await first.shared_secret("compaction", "one") == "one"
+        assert await second.shared_secret("compaction", "two") == "one"
+        assert await second.shared_secret("other", "three") == "three"
+    finally:
+        await first.close()
+        if second is not first:
+            await second.close()

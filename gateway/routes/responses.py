@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from ..compaction import compact_conversation
 from ..errors import invalid_request
 from ..event_log import resumed
 from ..input_tokens import InputTokensBody, count_input_tokens
@@ -39,6 +40,11 @@ async def input_tokens(request: Request) -> Response:
     body = check_create_body(validate_body(InputTokensBody, await read_body(request)))
     tokens = await count_input_tokens(service(request), body, project(request))
     return JSONResponse({"object": "response.input_tokens", "input_tokens": tokens})
+
+
+async def compact(request: Request) -> Response:
+    body = parse_create_body(await read_body(request))
+    return JSONResponse(await compact_conversation(service(request), body, project(request)))
 
 
 async def retrieve_response(request: Request) -> Response:
@@ -79,6 +85,7 @@ async def list_input_items(request: Request) -> Response:
 routes = [
     Route("/v1/responses", create_response, methods=["POST"]),
     Route("/v1/responses/input_tokens", input_tokens, methods=["POST"]),
+    Route("/v1/responses/compact", compact, methods=["POST"]),
     Route("/v1/responses/{id}", retrieve_response, methods=["GET"]),
     Route("/v1/responses/{id}", delete_response, methods=["DELETE"]),
     Route("/v1/responses/{id}/input_items", list_input_items, methods=["GET"]),

@@ -1,0 +1,258 @@
+"""Compaction for models that cannot do it themselves: a summary in a sealed ``compaction`` item.
+
+``POST /v1/responses/compact`` (and a ``compaction_trigger`` input item) asks the routed
+model to summarise the conversation, and answers as OpenAI does: the user messages, then
+one ``compaction`` item. Its ``encrypted_content`` is the summary sealed with AES-GCM under
+the gateway's compaction key, bound to the project: it cannot be read, forged or moved to
+another project. When a later request carries such an item, the model receives the summary,
+framed as earlier context, in its place (and in place of what it replaced).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from session import Item, new_id, normalise_input
+
+from .errors import invalid_request, server_error
+from .request_body import CreateResponseBody
+from .stateless import stateless_request
+from .upstream import TurnResult, Upstream, build_upstream
+from .upstream.base import UpstreamStream, replay
+from .upstream.errors import UpstreamInvalidResponse
+from .upstream.responses import upstream_payload
+
+if TYPE_CHECKING:
+    from .pipeline import ResponsesService
+
+TOKEN_PREFIX = "gwc1."
+
+PROMPT = """You compact the transcript of a working session between a user and an AI \
+assistant (often a coding agent with tools) so that the work can go on in a fresh context \
+that holds only your summary and the user's messages. Write what a successor needs to \
+continue without asking again:
+
+- Goals: what the user wants, their constraints and preferences.
+- Decisions: what was decided or ruled out, and why.
+- Files and commands: paths, functions, identifiers, commands, URLs and versions that \
+matter, written exactly.
+- Tool results: outputs that still matter (errors, test results, values found), briefly.
+- State: what is done, what was being done at the end.
+- Next steps: the open tasks, in order.
+
+Be terse: short bullet lists under those headings, no pleasantries, nothing superseded."""
+
+SUMMARY_FRAME = "Summary of the earlier part of this conversation (compacted):\n\n"
+
+
+class Sealer:
+    """Seals summaries for one project and opens them again; nothing else can."""
+
+    def __init__(self, secret: str) -> None:
+        self._aead = AESGCM(hashlib.sha256(secret.encode()).digest())
+
+    def seal(self, project: str, summary: str) -> str:
+        nonce = os.urandom(12)
+        sealed = self._aead.encrypt(nonce, summary.encode(), project.encode())
+        return TOKEN_PREFIX + base64.urlsafe_b64encode(nonce + sealed).decode()
+
+    def open(self, project: str, token: str) -> str | None:
+        """The summary, or ``None`` if the token was not sealed here for ``project``."""
+        try:
+            raw = base64.urlsafe_b64decode(token.removeprefix(TOKEN_PREFIX))
+            return self._aead.decrypt(raw[:12], raw[12:], project.encode()).decode()
+        except (ValueError, InvalidTag):
+            return None
+
+
+def is_ours(item: Item) -> bool:
+    content = item.get("encrypted_content")
+    return (
+        item.get("type") == "compaction"
+        and isinstance(content, str)
+        and (content.startswith(TOKEN_PREFIX))
+    )
+
+
+def expand(sealer: Sealer, project: str, items: list[Item], first_input: int) -> list[Item]:
+    """``items`` with each of this gateway's compaction items opened into its summary.
+
+    The summary takes the item's place; what came before it, but the user's own messages,
+    is what it summarised and is dropped. Earlier turns' ``compaction_trigger`` items go
+    too. ``first_input`` is the index of the request's own first input item, to name a bad
+    item by its param.
+    """
+    expanded: list[Item] = []
+    last = len(items) - 1
+    for index, item in enumerate(items):
+        if item.get("type") == "compaction_trigger" and index != last:
+            continue  # an earlier turn's request to compact: done, its result follows
+        if not is_ours(item):
+            expanded.append(item)
+            continue
+        summary = sealer.open(project, item["encrypted_content"])
+        if summary is None:
+            where = f"input[{index - first_input}]" if index >= first_input else "input"
+            raise invalid_request(
+                f"The compaction item at '{where}' was not made by this gateway for this "
+                "project, or was altered.",
+                param=where,
+                code="invalid_encrypted_content",
+            )
+        expanded = [i for i in expanded if _kept_by_compaction(i)]
+        expanded.append({"type": "message", "role": "user", "content": SUMMARY_FRAME + summary})
+    return expanded
+
+
+def _kept_by_compaction(item: Item) -> bool:
+    """What a compaction leaves in place: the user's (and system) messages."""
+    return item.get("type", "message") == "message" and item.get("role") in (
+        "user",
+        "system",
+        "developer",
+    )
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(_text(part) for part in value)
+    if isinstance(value, dict):
+        for key in ("text", "output", "arguments", "input"):
+            if isinstance(value.get(key), str | list):
+                return _text(value[key])
+    return ""
+
+
+def transcript(items: list[Item]) -> str:
+    """The conversation as plain text, one entry per item, for the summarising model."""
+    lines = []
+    for item in items:
+        kind = item.get("type", "message")
+        if kind == "message":
+            lines.append(f"[{item.get('role', 'user')}] {_text(item.get('content'))}")
+        elif kind.endswith("_call"):
+            name = item.get("name") or kind
+            lines.append(f"[tool call {name}] {_text(item)}")
+        elif kind.endswith("_call_output"):
+            lines.append(f"[tool result] {_text(item)}")
+        elif kind == "reasoning":
+            lines.append(
+                f"[assistant reasoning] {_text(item.get('summary') or item.get('content'))}"
+            )
+    return "\n\n".join(lines)
+
+
+def summary_request(model: str, items: list[Item]) -> Item:
+    """The stateless request that asks ``model`` for the summary."""
+    return {
+        "model": model,
+        "instructions": PROMPT,
+        "input": [{"type": "message", "role": "user", "content": transcript(items)}],
+    }
+
+
+def compacted_output(sealer: Sealer, project: str, items: list[Item], summary: str) -> list[Item]:
+    """OpenAI's shape: every user message of ``items``, then one compaction item."""
+    users = [
+        {
+            "id": item.get("id") or new_id("msg"),
+            "type": "message",
+            "role": "user",
+            "status": "completed",
+            "content": item.get("content"),
+        }
+        for item in items
+        if item.get("type", "message") == "message" and item.get("role") == "user"
+    ]
+    sealed = {
+        "id": new_id("cmp"),
+        "type": "compaction",
+        "encrypted_content": sealer.seal(project, summary),
+    }
+    return [*users, sealed]
+
+
+def compaction_object(output: list[Item], usage: Item | None) -> dict[str, Any]:
+    return {
+        "id": new_id("resp"),
+        "object": "response.compaction",
+        "created_at": int(time.time()),
+        "output": output,
+        "usage": usage,
+    }
+
+
+class CompactingUpstream:
+    """An upstream whose answer is a compaction: for a ``compaction_trigger`` request to a
+    model that cannot compact itself. It asks ``inner`` for the summary; its one output
+    item is the sealed ``compaction`` item."""
+
+    def __init__(self, inner: Upstream, sealer: Sealer, project: str) -> None:
+        self._inner = inner
+        self._sealer = sealer
+        self._project = project
+
+    @asynccontextmanager
+    async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
+        items = [i for i in request["input"] if i.get("type") != "compaction_trigger"]
+        summary, usage = await summarise(self._inner, request["model"], items)
+        item = compacted_output(self._sealer, self._project, [], summary)[-1]
+        events = [
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+        ]
+        yield replay(events, TurnResult(status="completed", output=[item], usage=usage))
+
+
+async def summarise(upstream: Upstream, model: str, items: list[Item]) -> tuple[str, Item | None]:
+    """The summary ``upstream`` writes of ``items``, and what it cost."""
+    result: TurnResult | None = None
+    async with upstream.open(summary_request(model, items), stream=False) as events:
+        async for event in events:
+            if isinstance(event, TurnResult):
+                result = event
+    if result is None or result.status == "failed" or not result.output_text:
+        reason = (result.error or {}).get("message") if result else None
+        raise server_error(
+            502, f"The model could not summarise the conversation: {reason}.", "upstream_error"
+        )
+    return result.output_text, result.usage
+
+
+async def compact_conversation(
+    service: ResponsesService, body: CreateResponseBody, project: str
+) -> dict[str, Any]:
+    """``POST /v1/responses/compact``: a ``responses`` upstream compacts, else the gateway."""
+    route = service.route(body.model)
+    history = await service.history(body, project)
+    own = normalise_input(body.input)
+    items = expand(service.sealer, project, [*history, *own], len(history))
+    items = [item for item in items if item.get("type") != "compaction_trigger"]
+    client = service.client(route.provider_name)
+    if route.provider.wire_api == "responses" and client is not None:
+        payload = upstream_payload(stateless_request(body, route, items), stream=False)
+        for key in ("store", "stream"):
+            payload.pop(key, None)
+        answer = await client.fetch_json("/responses/compact", payload)
+        if not isinstance(answer.get("output"), list):
+            raise UpstreamInvalidResponse(
+                route.provider_name,
+                f"The upstream provider '{route.provider_name}' sent an invalid compaction.",
+            )
+        compacted: dict[str, Any] = answer
+        return compacted
+    upstream = build_upstream(route, client)
+    summary, usage = await summarise(upstream, route.upstream_model, items)
+    users = [item for item in [*history, *own] if not is_ours(item)]
+    return compaction_object(compacted_output(service.sealer, project, users, summary), usage)
