@@ -256,3 +256,50 @@ async def compact_conversation(
     summary, usage = await summarise(upstream, route.upstream_model, items)
     users = [item for item in [*history, *own] if not is_ours(item)]
     return compaction_object(compacted_output(service.sealer, project, users, summary), usage)
+
+
+def compact_threshold(context_management: Any) -> int | None:
+    """The ``compact_threshold`` of a ``context_management`` compaction entry, if any."""
+    if not isinstance(context_management, list):
+        return None
+    for entry in context_management:
+        if isinstance(entry, dict) and entry.get("type") == "compaction":
+            threshold = entry.get("compact_threshold")
+            if isinstance(threshold, int) and not isinstance(threshold, bool) and threshold > 0:
+                return threshold
+    return None
+
+
+class AutoCompacting:
+    """An upstream that first compacts a request's history (``context_management``): the
+    model gets the user's messages and a summary in place of the rest, and the response
+    starts with the sealed ``compaction`` item so a client can carry it on."""
+
+    def __init__(self, inner: Upstream, sealer: Sealer, project: str, history: int) -> None:
+        self._inner = inner
+        self._sealer = sealer
+        self._project = project
+        self._history = history
+
+    @asynccontextmanager
+    async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
+        past, current = request["input"][: self._history], request["input"][self._history :]
+        summary, _ = await summarise(self._inner, request["model"], past)
+        item = compacted_output(self._sealer, self._project, [], summary)[-1]
+        kept = [entry for entry in past if _kept_by_compaction(entry)]
+        summary_message = {"type": "message", "role": "user", "content": SUMMARY_FRAME + summary}
+        compacted = {**request, "input": [*kept, summary_message, *current]}
+        async with self._inner.open(compacted, stream=stream) as events:
+            yield _after(item, events)
+
+
+async def _after(item: Item, events: UpstreamStream) -> UpstreamStream:
+    """``events`` with ``item`` as output item 0 before them, their own indexes shifted."""
+    yield {"type": "response.output_item.added", "output_index": 0, "item": item}
+    yield {"type": "response.output_item.done", "output_index": 0, "item": item}
+    async for event in events:
+        if isinstance(event, TurnResult):
+            event.output = [item, *event.output]
+        elif isinstance(event.get("output_index"), int):
+            event = {**event, "output_index": event["output_index"] + 1}
+        yield event

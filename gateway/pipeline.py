@@ -23,7 +23,7 @@ from session import (
 )
 
 from .background import BackgroundTurns
-from .compaction import CompactingUpstream, Sealer, expand
+from .compaction import AutoCompacting, CompactingUpstream, Sealer, compact_threshold, expand
 from .config import GatewayConfig, Route
 from .errors import APIError, invalid_request, not_found, previous_response_error, server_error
 from .input_tokens import TokenCounter
@@ -146,9 +146,8 @@ class ResponsesService:
                 shorter = await truncated(request, kept, self.token_counter, route.context_window)
                 request, kept = shorter or (request, kept)
             upstream = build_upstream(route, self._clients.get(route.provider_name))
-            triggered = bool(items) and items[-1].get("type") == "compaction_trigger"
-            if triggered and route.provider.wire_api != "responses":  # compacts by itself
-                upstream = CompactingUpstream(upstream, self.sealer, project)
+            if route.provider.wire_api != "responses":  # which compacts by itself
+                upstream = await self._compacting(upstream, body, project, request, kept)
             yield Turn(
                 record,
                 body.store,
@@ -159,6 +158,18 @@ class ResponsesService:
                 kept,
                 truncation,
             )
+
+    async def _compacting(
+        self, upstream: Upstream, body: CreateResponseBody, project: str, request: Item, kept: int
+    ) -> Upstream:
+        """The upstream that compacts first, when the request asks for it (see compaction)."""
+        items = request["input"]
+        if items and items[-1].get("type") == "compaction_trigger":
+            return CompactingUpstream(upstream, self.sealer, project)
+        threshold = compact_threshold((body.model_extra or {}).get("context_management"))
+        if threshold is not None and kept and await self.token_counter.count(request) > threshold:
+            return AutoCompacting(upstream, self.sealer, project, kept)
+        return upstream
 
     @asynccontextmanager
     async def open_upstream(self, turn: Turn, *, stream: bool) -> AsyncIterator[UpstreamStream]:

@@ -167,3 +167,40 @@ def test_a_responses_upstream_compacts_by_itself(gateway: Gateway) -> None:
     sent = gateway.fake.last
     assert sent["model"] == "upstream-resp" and "previous_response_id" not in sent
     assert [item.get("role") for item in sent["input"]] == ["user", "assistant", "user"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_context_management_compacts_past_its_threshold(gateway: Gateway, stream: bool) -> None:
+    last = long_chain(gateway)
+    gateway.fake.script(Reply(text=SUMMARY), Reply(text="fresh answer"))
+    body = {
+        "model": "chat-model",
+        "input": "question 4",
+        "previous_response_id": last,
+        "context_management": [{"type": "compaction", "compact_threshold": 300}],
+    }
+    client = gateway.client()
+    if stream:
+        events = list(client.responses.create(**body, stream=True))  # type: ignore[call-overload]
+        indexes = [e.output_index for e in events if e.type == "response.output_item.added"]
+        assert indexes == [0, 1]
+        response = events[-1].response  # type: ignore[union-attr]
+    else:
+        response = client.responses.create(**body)  # type: ignore[call-overload]
+    compaction, message = response.output
+    assert compaction.type == "compaction" and response.output_text == "fresh answer"
+    summarised, answered = gateway.fake.requests[-2:]
+    assert summarised["messages"][0]["content"] == PROMPT
+    assert answered["messages"][-2] == {"role": "user", "content": SUMMARY_FRAME + SUMMARY}
+    assert not any(m["role"] == "assistant" for m in answered["messages"])
+
+    gateway.fake.requests.clear()
+    client.responses.create(
+        model="chat-model",
+        input="question 5",
+        previous_response_id=response.id,
+        extra_body={"context_management": body["context_management"]},
+    )
+    (sent,) = gateway.fake.requests  # below the threshold now: no second summary
+    roles = [m["role"] for m in sent["messages"]]
+    assert roles == ["user"] * 6 + ["assistant", "user"]
