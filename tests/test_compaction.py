@@ -188,6 +188,7 @@ def test_context_management_compacts_past_its_threshold(gateway: Gateway, stream
     else:
         response = client.responses.create(**body)  # type: ignore[call-overload]
     compaction, message = response.output
+    assert message.type == "message"
     assert compaction.type == "compaction" and response.output_text == "fresh answer"
     summarised, answered = gateway.fake.requests[-2:]
     assert summarised["messages"][0]["content"] == PROMPT
