@@ -126,6 +126,10 @@ class Authenticator:
         self._limiter.acquire(caller)
         return caller
 
+    def acquire(self, caller: Caller) -> None:
+        """Take one more request from the caller's rate limit (a 429 past it)."""
+        self._limiter.acquire(caller)
+
 
 class RateLimiter:
     """A token bucket per key: ``requests_per_minute`` a minute, bursts up to that many."""

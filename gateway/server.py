@@ -23,6 +23,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from .app import create_app
 from .config import GatewayConfig
@@ -74,6 +75,19 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
 _FAILURE_FLUSH_SECONDS = 5
 
 
+class DenyingWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's WebSocket protocol, done with a refused upgrade once its answer is sent.
+
+    uvicorn sends an app's HTTP answer to an upgrade (a 401 for a missing key) but then
+    logs an error for a handshake it thinks was never completed.
+    """
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.http.response.body" and not message.get("more_body"):
+            self.handshake_complete = True
+
+
 class GatewayServer(uvicorn.Server):
     """uvicorn, plus a shutdown that ends streamed turns while their clients still listen.
 
@@ -114,6 +128,7 @@ def uvicorn_config(
         log_level=log_level,
         log_config=None,  # the root logger's handler formats uvicorn's lines too
         http=protocol,
+        ws=DenyingWebSocketProtocol,
         loop="uvloop",
         access_log=False,  # the app logs each request itself (ObserveMiddleware)
         timeout_keep_alive=settings.keep_alive_seconds,

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from openai import OpenAI
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
@@ -174,13 +174,23 @@ def test_a_socket_needs_a_key_when_keys_are_on(
     fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
 ) -> None:
     key = "sk-socket-key-0123456789"
-    auth = {"mode": "keys", "keys": [{"key": key, "project": "p"}]}
+    auth = {
+        "mode": "keys",
+        "admin_key": "admin-key-0123456789abcdef",
+        "keys": [{"key": key, "project": "p", "requests_per_minute": 2}],
+    }
     config = gateway_config(fake_upstream[1], tmp_path / "w.db", auth=auth)
     with serve(create_app(config)) as url:
         with pytest.raises(InvalidStatus) as refused, connect(ws_url(url)):
             pass
         assert refused.value.response.status_code == 401
-        client = OpenAI(base_url=f"{url}/v1", api_key=key)
-        with client, client.responses.connect() as connection:
-            events = turn(connection, model="echo", input="hi")
-        assert events[-1].type == "response.completed"
+        headers = {"authorization": f"Bearer {key}"}
+        with connect(ws_url(url), additional_headers=headers) as socket:
+            frame = {"type": "response.create", "model": "echo", "input": "hi"}
+            assert raw_turn(socket, frame)[-1]["type"] == "response.completed"  # the 2nd
+            limited = raw_turn(socket, frame)  # request of the key: the upgrade was the 1st
+        assert limited[0]["status"] == 429
+        assert limited[0]["error"]["code"] == "rate_limit_exceeded"
+        admin = {"authorization": "Bearer admin-key-0123456789abcdef"}
+        metrics = httpx.get(f"{url}/metrics", headers=admin).text
+        assert 'method="WEBSOCKET",route="/v1/responses",status="429"} 1.0' in metrics

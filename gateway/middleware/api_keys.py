@@ -42,7 +42,9 @@ class APIKeyMiddleware:
         except SessionError as error:
             await _refuse(scope, receive, send, from_session_error(error))
             return
-        scope.setdefault("state", {})["project"] = caller.project
+        state = scope.setdefault("state", {})
+        state["project"] = caller.project
+        state["caller"] = caller  # a WebSocket takes a request from its limit per response
         await self.app(scope, receive, send)
 
 

@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from session import Item, SessionError, normalise_input
 
+from ..auth import Caller
 from ..errors import APIError, from_session_error, from_upstream_error, invalid_request
 from ..pipeline import ResponsesService
 from ..request_body import CreateResponseBody, check_create_body, validate_body
@@ -28,6 +29,7 @@ from ..upstream import TurnResult, UnsupportedInput, UpstreamError
 from .common import DEFAULT_PROJECT
 
 CONNECTION_SECONDS = 3600.0
+ROUTE = "/v1/responses"
 # Controls of WebSocket mode itself, never part of the request a model sees.
 _SOCKET_FIELDS = ("type", "generate", "stream_id", "client_metadata")
 
@@ -53,6 +55,8 @@ class ResponsesSocket:
         self.project: str = websocket.scope.get("state", {}).get("project", DEFAULT_PROJECT)
         self.deadline = time.monotonic() + CONNECTION_SECONDS
         self.last: LastResponse | None = None
+        self.caller: Caller | None = websocket.scope.get("state", {}).get("caller")
+        self.requests = websocket.app.state.metrics.requests
 
     async def serve(self) -> None:
         await self.websocket.accept()
@@ -66,14 +70,14 @@ class ResponsesSocket:
                 return
             except WebSocketDisconnect:
                 return
+            status = 200
             try:
                 await self._handle(raw)
-            except APIError as error:
-                await self._send(error_frame(error))
-            except SessionError as error:
-                await self._send(error_frame(from_session_error(error)))
-            except (UpstreamError, UnsupportedInput) as error:
-                await self._send(error_frame(from_upstream_error(error)))
+            except (APIError, SessionError, UpstreamError, UnsupportedInput) as error:
+                failure = _api_error(error)
+                status = failure.status
+                await self._send(error_frame(failure))
+            self.requests.labels(ROUTE, "WEBSOCKET", str(status)).inc()
 
     async def _receive(self) -> str | bytes:
         message = await self.websocket.receive()
@@ -94,6 +98,8 @@ class ResponsesSocket:
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "response.processed":
             return  # Codex acknowledges each response; nothing to do
+        if kind == "response.create" and self.caller is not None:
+            self.websocket.app.state.authenticator.acquire(self.caller)
         if kind != "response.create":
             raise invalid_request(
                 f"Unknown event type {kind!r}: send 'response.create'.",
@@ -153,6 +159,15 @@ class ResponsesSocket:
         ):
             await self._send({**event, "sequence_number": number})
         self.last = LastResponse(record.id, [*history, *record.request.input])
+
+
+def _api_error(error: Exception) -> APIError:
+    if isinstance(error, APIError):
+        return error
+    if isinstance(error, SessionError):
+        return from_session_error(error)
+    assert isinstance(error, UpstreamError | UnsupportedInput)
+    return from_upstream_error(error)
 
 
 def _connection_limit() -> APIError:
