@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from session import SaveConflict, StoredResponse
 
+from .cancellable import CancellableTurns
 from .upstream import TurnResult, UpstreamError
 from .upstream.results import failed_result
 
@@ -31,7 +32,7 @@ class BackgroundTurns:
 
     def __init__(self) -> None:
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._cancelled: set[str] = set()
+        self.running = CancellableTurns()
 
     async def start(
         self, service: ResponsesService, body: CreateResponseBody, project: str
@@ -45,22 +46,9 @@ class BackgroundTurns:
             task.cancel()
             raise
         self._tasks[record.id] = task
-        task.add_done_callback(lambda _: self._forget(record.id))
+        task.add_done_callback(lambda _: self._tasks.pop(record.id, None))
+        self.running.add(record.id, task)
         return record
-
-    def _forget(self, response_id: str) -> None:
-        self._tasks.pop(response_id, None)
-        self._cancelled.discard(response_id)
-
-    async def cancel(self, response_id: str) -> bool:
-        """Cancel the turn if this instance runs it; True once it is stored ``cancelled``."""
-        task = self._tasks.get(response_id)
-        if task is None:
-            return False
-        self._cancelled.add(response_id)
-        task.cancel()
-        await asyncio.wait({task})
-        return True
 
     async def finish(self, grace: float) -> None:
         """Let turns finish for ``grace`` seconds, then cancel (and so fail) the rest."""
@@ -119,7 +107,7 @@ class BackgroundTurns:
 
     def _stopped(self, service: ResponsesService, record: StoredResponse) -> StoredResponse:
         """The record of a turn whose task was cancelled: by its client, or by a shutdown."""
-        if record.id in self._cancelled:
+        if self.running.cancelled_by_client(record.id):
             return record.model_copy(update={"status": "cancelled", "completed_at": time.time()})
         result = failed_result("The gateway shut down before the response was complete.")
         return service.finished(record, result)

@@ -183,26 +183,28 @@ class ResponsesService:
             yield await self._open(stack, turn, stream)
 
     async def _open(self, stack: AsyncExitStack, turn: Turn, stream: bool) -> UpstreamStream:
-        try:
-            return await stack.enter_async_context(self._watched(turn, stream))
-        except UpstreamError as error:
-            if not is_context_overflow(error):
-                raise
-            overflow = error
-        if turn.truncation:
-            request = turn.upstream_request
-            window = stated_limit(overflow) or await self.token_counter.count(request) // 2
-            shorter = await truncated(request, turn.history, self.token_counter, window)
-            if shorter is not None:
-                turn.upstream_request, turn.history = shorter
-                try:
-                    return await stack.enter_async_context(self._watched(turn, stream))
-                except UpstreamError as error:
-                    if not is_context_overflow(error):
-                        raise
-                    overflow = error
-        failure = {"code": CONTEXT_LENGTH_EXCEEDED, "message": overflow.message}
-        return replay([], TurnResult(status="failed", error=failure))
+        retried = False
+        while True:
+            try:
+                return await stack.enter_async_context(self._watched(turn, stream))
+            except UpstreamError as error:
+                if not is_context_overflow(error):
+                    raise
+                overflow = error
+            if retried or not turn.truncation or not await self._shorten(turn, overflow):
+                failure = {"code": CONTEXT_LENGTH_EXCEEDED, "message": overflow.message}
+                return replay([], TurnResult(status="failed", error=failure))
+            retried = True
+
+    async def _shorten(self, turn: Turn, overflow: UpstreamError) -> bool:
+        """Drop the oldest turns of the request to fit the limit the refusal names (or half)."""
+        request = turn.upstream_request
+        window = stated_limit(overflow) or await self.token_counter.count(request) // 2
+        shorter = await truncated(request, turn.history, self.token_counter, window)
+        if shorter is None:
+            return False
+        turn.upstream_request, turn.history = shorter
+        return True
 
     def _watched(self, turn: Turn, stream: bool) -> AbstractAsyncContextManager[UpstreamStream]:
         return watched(
@@ -280,7 +282,8 @@ class ResponsesService:
                 code="invalid_request",
             )
         if record.status in UNFINISHED and not (
-            await self.background.cancel(response_id) or await self.streams.cancel(response_id)
+            await self.background.running.cancel(response_id)
+            or await self.streams.running.cancel(response_id)
         ):
             # Run by another instance (or by one that died): the store decides. Its own
             # final save is then refused, as a finished turn is never overwritten.

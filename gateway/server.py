@@ -30,7 +30,6 @@ from .app import create_app
 from .config import GatewayConfig
 from .metrics import MULTIPROCESS_ENV, process_ended, share_between_processes
 
-
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections; CPython's default is 700
 
 

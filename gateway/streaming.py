@@ -23,6 +23,7 @@ from prometheus_client import Gauge
 
 from session import Item, SaveConflict, StoredResponse
 
+from .cancellable import CancellableTurns
 from .event_log import EventLog
 from .response_object import response_object
 from .upstream import Event, TurnResult, UpstreamStream
@@ -68,26 +69,13 @@ class StreamedTurns:
     def __init__(self, active: Gauge) -> None:
         self._tasks: set[asyncio.Task[None]] = set()
         self._active = active
-        self._background: dict[str, asyncio.Task[None]] = {}  # response id -> its task
-        self.cancelled: set[str] = set()
+        self.running = CancellableTurns()  # the background ones, by response id
 
     def run_in_background(self, response_id: str) -> None:
-        """Let :meth:`cancel` reach the calling stream task by its response id."""
+        """Let a client cancel the calling stream task by its response id."""
         task = asyncio.current_task()
         assert task is not None
-        self._background[response_id] = task
-        task.add_done_callback(lambda _: self._background.pop(response_id, None))
-
-    async def cancel(self, response_id: str) -> bool:
-        """Cancel a background stream run here; True once it is stored ``cancelled``."""
-        task = self._background.get(response_id)
-        if task is None:
-            return False
-        self.cancelled.add(response_id)
-        task.cancel()
-        await asyncio.wait({task})
-        self.cancelled.discard(response_id)
-        return True
+        self.running.add(response_id, task)
 
     async def start(
         self,
@@ -243,7 +231,7 @@ async def _pump(
     except asyncio.CancelledError:
         cancelled = True
         result = failed_result("The gateway shut down before the response was complete.")
-        if record.id in service.streams.cancelled:  # by its client, not by a shutdown
+        if service.streams.running.cancelled_by_client(record.id):
             result = None
     except Exception:
         logger.exception("the stream of %s broke", turn.record.id)

@@ -82,3 +82,17 @@ def start_instance(
             time.sleep(0.05)
     process.kill()
     raise RuntimeError("the gateway did not start")
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m gateway ARGS`` from the repository, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )

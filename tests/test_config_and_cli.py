@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,19 +11,7 @@ from gateway import ConfigError, create_app, load_config, parse_config
 
 from .conftest import gateway_config
 from .fake_upstream import FakeUpstream
-from .servers import serve
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gateway", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
+from .servers import REPO, run_cli, serve
 
 
 def test_the_shipped_config_is_offline_sqlite_with_echo() -> None:

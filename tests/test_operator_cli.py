@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -14,19 +12,8 @@ import yaml
 
 from gateway import create_app, load_config
 
+from .servers import run_cli as gateway
 from .servers import serve
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def gateway(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gateway", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=60,
-    )
 
 
 def write_config(tmp_path: Path, **sections: Any) -> str:
