@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from .agent_store import AgentStore, MemoryRunner
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
 from .conversations import Conversation, fresh_items
 from .errors import ConversationNotFound, ItemNotFound, KeyNotFound, ResponseNotFound
@@ -77,6 +78,7 @@ class MemoryStore:
         self._conversations: dict[str, dict[str, _ConversationState]] = {}
         self._keys: dict[str, str] = {}  # key id -> JSON
         self._secrets: dict[str, str] = {}
+        self._agent = MemoryRunner()
         # (project, response id) -> sequence number -> (event JSON, time kept)
         self._events: dict[tuple[str, str], dict[int, tuple[str, float]]] = {}
 
@@ -270,6 +272,10 @@ class MemoryStore:
                 del self._events[key]
         return dropped
 
+    def agent(self, project: str = "default") -> AgentStore:
+        """The agent Store of ``project``, in this process."""
+        return AgentStore(self._agent, project)
+
     async def shared_secret(self, name: str, candidate: str) -> str:
         return self._secrets.setdefault(name, candidate)
 
@@ -302,3 +308,4 @@ class MemoryStore:
         self._conversations.clear()
         self._keys.clear()
         self._events.clear()
+        self._agent.close()

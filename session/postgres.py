@@ -21,6 +21,8 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from . import postgres_admin as admin
 from . import postgres_conversations as conversations
+from .agent_store import AgentStore, drive_async
+from .agent_store.store import OperationFactory
 from .chain import DEFAULT_MAX_DEPTH, chain_turn
 from .conversations import Conversation
 from .errors import InvalidData, ResponseNotFound, SaveConflict, StoreUnavailable
@@ -386,6 +388,24 @@ class PostgresStore:
     async def prune_events(self, before: float) -> int:
         async with self._connection() as conn:
             return await admin.prune_events(conn, before)
+
+    def agent(self, project: str = "default") -> AgentStore:
+        """The agent Store of ``project``, in this database."""
+        return AgentStore(self._run_agent, project)
+
+    async def _run_agent(self, operation: OperationFactory, *, write: bool) -> Any:
+        for attempt in range(3):  # a concurrent first insert of one id: then it is stored
+            try:
+                return await self._agent_transaction(operation)
+            except psycopg.IntegrityError:
+                if attempt == 2:
+                    raise
+        return None
+
+    @bounded
+    async def _agent_transaction(self, operation: OperationFactory) -> Any:
+        async with self._connection() as conn:
+            return await drive_async(conn, operation())
 
     @bounded
     async def shared_secret(self, name: str, candidate: str) -> str:

@@ -6,6 +6,8 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from .agent_store.operations import SCHEMA as AGENT_SCHEMA
+
 # Arbitrary constant naming the advisory lock that serialises migrations across instances.
 MIGRATION_LOCK = 0x6A7E_5E55
 
@@ -87,6 +89,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX response_events_created ON response_events (created_at);
     """,
     "CREATE TABLE gateway_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ";\n".join(statement.format(real="DOUBLE PRECISION") for statement in AGENT_SCHEMA),
 ]
 
 

@@ -12,6 +12,7 @@ import orjson
 
 from . import sqlite_admin as admin
 from . import sqlite_conversations as conversations
+from .agent_store import AgentStore, SQLiteRunner
 from .chain import DEFAULT_MAX_DEPTH, chain_turn
 from .conversations import Conversation
 from .errors import ResponseNotFound, SaveConflict
@@ -317,6 +318,10 @@ class SQLiteStore:
 
     async def prune_events(self, before: float) -> int:
         return await self._db.write(lambda conn: admin.prune_events(conn, before))
+
+    def agent(self, project: str = "default") -> AgentStore:
+        """The agent Store of ``project``, in this file."""
+        return AgentStore(SQLiteRunner(self._db), project)
 
     async def shared_secret(self, name: str, candidate: str) -> str:
         return await self._db.write(lambda conn: admin.shared_secret(conn, name, candidate))

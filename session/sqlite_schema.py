@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import sqlite_utils
 
+from .agent_store.operations import SCHEMA as AGENT_SCHEMA
+
 
 def _v1_responses(db: sqlite_utils.Database) -> None:
     db.table("responses").create(
@@ -110,6 +112,11 @@ def _v7_secrets(db: sqlite_utils.Database) -> None:
     db.execute("CREATE TABLE gateway_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
+def _v8_agent_store(db: sqlite_utils.Database) -> None:
+    for statement in AGENT_SCHEMA:
+        db.execute(statement.format(real="REAL"))
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_responses,
     _v2_conversations,
@@ -118,6 +125,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v5_keys_and_retention,
     _v6_response_events,
     _v7_secrets,
+    _v8_agent_store,
 ]
 
 

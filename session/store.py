@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from .agent_store import AgentStore
 from .conversations import Conversation
 from .keys import ApiKey
 from .models import Item, ItemPage, ResolvedChain, StoredResponse
@@ -141,6 +142,10 @@ class SessionStore(Protocol):
 
     async def prune_events(self, before: float) -> int:
         """Drop the events kept before ``before`` of responses that have finished."""
+        ...
+
+    def agent(self, project: str = "default") -> AgentStore:
+        """The agent Store (conversations and messages for agent frameworks) of ``project``."""
         ...
 
     async def shared_secret(self, name: str, candidate: str) -> str:

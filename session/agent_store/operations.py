@@ -1,0 +1,437 @@
+"""The agent Store's operations, written once for SQLite and PostgreSQL alike.
+
+Each operation is a generator: it yields ``(sql, params, want_rows)`` statements (``?``
+placeholders, SQL both databases speak) and receives each one's rows or row count, so one
+body of logic runs under a synchronous driver (SQLite) and an asynchronous one (psycopg),
+always inside one transaction.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import Generator
+from typing import Any
+
+from ..ids import new_id
+from .errors import bad_request, conflict, not_found
+from .models import Conversation, Message, NewMessage, Page
+
+Statement = tuple[str, tuple[Any, ...], bool]
+Operation = Generator[Statement, Any, Any]
+
+MAX_ID_BYTES = 256
+MAX_BATCH = 100
+_MESSAGE_COLUMNS = "id, conversation_id, seq, role, type, payload, metadata, created_at, updated_at"
+
+# ``{real}`` is the column type of a timestamp: REAL in SQLite, DOUBLE PRECISION in PostgreSQL.
+SCHEMA = [
+    """CREATE TABLE agent_conversations (
+        project TEXT NOT NULL, id TEXT NOT NULL, metadata TEXT NOT NULL,
+        created_at {real} NOT NULL, updated_at {real} NOT NULL, next_seq BIGINT NOT NULL,
+        PRIMARY KEY (project, id))""",
+    "CREATE INDEX agent_conversations_recent ON agent_conversations (project, updated_at, id)",
+    """CREATE TABLE agent_messages (
+        project TEXT NOT NULL, id TEXT NOT NULL, conversation_id TEXT NOT NULL,
+        seq BIGINT NOT NULL, role TEXT, type TEXT, payload TEXT NOT NULL,
+        metadata TEXT NOT NULL, created_at {real} NOT NULL, updated_at {real} NOT NULL,
+        PRIMARY KEY (project, id))""",
+    "CREATE UNIQUE INDEX agent_messages_order ON agent_messages (project, conversation_id, seq)",
+    """CREATE TABLE agent_state (
+        project TEXT NOT NULL, conversation_id TEXT NOT NULL, key TEXT NOT NULL,
+        value TEXT NOT NULL, PRIMARY KEY (project, conversation_id, key))""",
+    """CREATE TABLE agent_bindings (
+        project TEXT NOT NULL, conversation_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        PRIMARY KEY (project, conversation_id))""",
+]
+
+
+def rows(sql: str, *params: Any) -> Statement:
+    return sql, params, True
+
+
+def run(sql: str, *params: Any) -> Statement:
+    return sql, params, False
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _check_id(value: str, what: str) -> None:
+    if not isinstance(value, str) or not value or len(value.encode()) > MAX_ID_BYTES:
+        raise bad_request(f"A {what} is a non-empty string of at most {MAX_ID_BYTES} bytes.")
+
+
+def _check_metadata(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise bad_request("metadata is a JSON object.")
+    return value
+
+
+def _cursor(values: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(_json(values).encode()).decode()
+
+
+def _uncursor(cursor: str) -> dict[str, Any]:
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except ValueError:
+        raise bad_request("The cursor is not one this store gave out.") from None
+    if not isinstance(decoded, dict):
+        raise bad_request("The cursor is not one this store gave out.")
+    return decoded
+
+
+def _message(row: tuple[Any, ...]) -> Message:
+    return Message(
+        message_id=row[0],
+        conversation_id=row[1],
+        seq=int(row[2]),
+        role=row[3],
+        type=row[4],
+        payload=json.loads(row[5]),
+        metadata=json.loads(row[6]),
+        created_at=float(row[7]),
+        updated_at=float(row[8]),
+    )
+
+
+# -- conversations ---------------------------------------------------------------------
+
+
+def get_conversation(project: str, conversation_id: str) -> Operation:
+    found = yield rows(
+        "SELECT c.metadata, c.created_at, c.updated_at, count(m.id), max(m.created_at)"
+        " FROM agent_conversations c LEFT JOIN agent_messages m"
+        " ON m.project = c.project AND m.conversation_id = c.id"
+        " WHERE c.project = ? AND c.id = ? GROUP BY c.metadata, c.created_at, c.updated_at",
+        project,
+        conversation_id,
+    )
+    if not found:
+        return None
+    metadata, created, updated, count, last = found[0]
+    return Conversation(
+        conversation_id, json.loads(metadata), float(created), float(updated), int(count),
+        None if last is None else float(last),
+    )  # fmt: skip
+
+
+def create_conversation(
+    project: str, conversation_id: str | None, metadata: Any, now: float
+) -> Operation:
+    conversation_id = conversation_id if conversation_id is not None else new_id("conv")
+    _check_id(conversation_id, "conversationId")
+    inserted = yield run(
+        "INSERT INTO agent_conversations (project, id, metadata, created_at, updated_at,"
+        " next_seq) VALUES (?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING",
+        project,
+        conversation_id,
+        _json(_check_metadata(metadata)),
+        now,
+        now,
+    )
+    if inserted == 0:
+        raise conflict(f"Conversation '{conversation_id}' already exists.")
+    return (yield from get_conversation(project, conversation_id))
+
+
+def list_conversations(project: str, limit: int, cursor: str | None) -> Operation:
+    if not 1 <= limit <= 100:
+        raise bad_request("limit is from 1 to 100.")
+    where, params = "c.project = ?", list[Any]([project])
+    if cursor is not None:
+        position = _uncursor(cursor)
+        where += " AND (c.updated_at < ? OR (c.updated_at = ? AND c.id < ?))"
+        params += [position.get("t"), position.get("t"), position.get("i")]
+    found = yield rows(
+        "SELECT c.id, c.metadata, c.created_at, c.updated_at, count(m.id), max(m.created_at)"
+        " FROM agent_conversations c LEFT JOIN agent_messages m"
+        " ON m.project = c.project AND m.conversation_id = c.id"
+        f" WHERE {where} GROUP BY c.id, c.metadata, c.created_at, c.updated_at"
+        " ORDER BY c.updated_at DESC, c.id DESC LIMIT ?",
+        *params,
+        limit + 1,
+    )
+    items = [
+        Conversation(row[0], json.loads(row[1]), float(row[2]), float(row[3]), int(row[4]),
+                     None if row[5] is None else float(row[5]))
+        for row in found[:limit]
+    ]  # fmt: skip
+    last = items[-1] if len(found) > limit else None
+    next_cursor = (
+        None if last is None else _cursor({"t": last.updated_at, "i": last.conversation_id})
+    )
+    return Page(items, next_cursor)
+
+
+def update_conversation(project: str, conversation_id: str, patch: Any, now: float) -> Operation:
+    if not isinstance(patch, dict):
+        raise bad_request("metadata is a JSON object.")
+    current = yield from get_conversation(project, conversation_id)
+    if current is None:
+        raise not_found(f"Conversation '{conversation_id}'")
+    if not patch:
+        return current
+    merged = dict(current.metadata)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    yield run(
+        "UPDATE agent_conversations SET metadata = ?, updated_at = ? WHERE project = ? AND id = ?",
+        _json(merged),
+        now,
+        project,
+        conversation_id,
+    )
+    return (yield from get_conversation(project, conversation_id))
+
+
+def delete_conversation(project: str, conversation_id: str) -> Operation:
+    for table, column in (
+        ("agent_messages", "conversation_id"),
+        ("agent_state", "conversation_id"),
+        ("agent_bindings", "conversation_id"),
+        ("agent_conversations", "id"),
+    ):
+        yield run(
+            f"DELETE FROM {table} WHERE project = ? AND {column} = ?", project, conversation_id
+        )
+    return None
+
+
+# -- messages --------------------------------------------------------------------------
+
+
+def append_messages(
+    project: str, conversation_id: str, batch: list[NewMessage], now: float
+) -> Operation:
+    """Append all or nothing; a batch already stored (same content) is returned as stored."""
+    _check_id(conversation_id, "conversationId")
+    if not 1 <= len(batch) <= MAX_BATCH:
+        raise bad_request(f"A batch holds 1 to {MAX_BATCH} messages.")
+    ids = [message.message_id or new_id("msg") for message in batch]
+    for message_id in ids:
+        _check_id(message_id, "messageId")
+    if len(set(ids)) != len(ids):
+        raise bad_request("The messages of a batch need distinct ids.")
+    metadata = [_check_metadata(message.metadata) for message in batch]
+    stored = yield rows(
+        f"SELECT {_MESSAGE_COLUMNS} FROM agent_messages WHERE project = ?"
+        f" AND id IN ({', '.join('?' for _ in ids)})",
+        project,
+        *ids,
+    )
+    if stored:
+        return _replayed(conversation_id, batch, ids, metadata, [_message(row) for row in stored])
+    yield run(
+        "INSERT INTO agent_conversations (project, id, metadata, created_at, updated_at,"
+        " next_seq) VALUES (?, ?, '{}', ?, ?, 1) ON CONFLICT DO NOTHING",
+        project,
+        conversation_id,
+        now,
+        now,
+    )
+    counter = yield rows(
+        "UPDATE agent_conversations SET next_seq = next_seq + ?, updated_at = ?"
+        " WHERE project = ? AND id = ? RETURNING next_seq",
+        len(batch),
+        now,
+        project,
+        conversation_id,
+    )
+    first = int(counter[0][0]) - len(batch)
+    appended = [
+        Message(message_id, conversation_id, first + n, message.role, message.type,
+                message.payload, meta, now, now)
+        for n, (message_id, message, meta) in enumerate(zip(ids, batch, metadata, strict=True))
+    ]  # fmt: skip
+    for message in appended:
+        yield run(
+            f"INSERT INTO agent_messages (project, {_MESSAGE_COLUMNS})"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            project,
+            message.message_id,
+            conversation_id,
+            message.seq,
+            message.role,
+            message.type,
+            _json(message.payload),
+            _json(message.metadata),
+            now,
+            now,
+        )
+    return appended
+
+
+def _replayed(
+    conversation_id: str,
+    batch: list[NewMessage],
+    ids: list[str],
+    metadata: list[dict[str, Any]],
+    stored: list[Message],
+) -> list[Message]:
+    """A retried batch: every id stored with the same content, in this conversation."""
+    by_id = {message.message_id: message for message in stored}
+    if len(by_id) != len(ids):
+        raise bad_request("A batch may not mix messages already stored with new ones.")
+    for message_id, message, meta in zip(ids, batch, metadata, strict=True):
+        found = by_id[message_id]
+        same = (found.conversation_id, found.role, found.type, found.payload, found.metadata) == (
+            conversation_id, message.role, message.type, message.payload, meta
+        )  # fmt: skip
+        if not same:
+            raise conflict(f"Message '{message_id}' exists with other content or elsewhere.")
+    return [by_id[message_id] for message_id in ids]
+
+
+def get_message(project: str, message_id: str) -> Operation:
+    found = yield rows(
+        f"SELECT {_MESSAGE_COLUMNS} FROM agent_messages WHERE project = ? AND id = ?",
+        project,
+        message_id,
+    )
+    return _message(found[0]) if found else None
+
+
+def list_messages(
+    project: str, conversation_id: str, order: str, limit: int, cursor: str | None
+) -> Operation:
+    if order not in ("asc", "desc") or not 1 <= limit <= 1000:
+        raise bad_request("order is asc or desc, and limit from 1 to 1000.")
+    if cursor is None:
+        top = yield rows(
+            "SELECT next_seq FROM agent_conversations WHERE project = ? AND id = ?",
+            project,
+            conversation_id,
+        )
+        if not top:
+            return Page([], None)
+        upper = int(top[0][0]) - 1  # appends after this read never enter the pages
+        after = 0 if order == "asc" else upper + 1
+    else:
+        position = _uncursor(cursor)
+        upper, after = int(position.get("u", 0)), int(position.get("a", 0))
+    compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
+    found = yield rows(
+        f"SELECT {_MESSAGE_COLUMNS} FROM agent_messages WHERE project = ?"
+        f" AND conversation_id = ? AND seq {compare} ? AND seq <= ?"
+        f" ORDER BY seq {direction} LIMIT ?",
+        project,
+        conversation_id,
+        after,
+        upper,
+        limit + 1,
+    )
+    items = [_message(row) for row in found[:limit]]
+    more = len(found) > limit
+    return Page(items, _cursor({"a": items[-1].seq, "u": upper}) if more else None)
+
+
+_UPDATABLE = ("role", "type", "payload", "metadata")
+
+
+def update_message(project: str, message_id: str, fields: dict[str, Any], now: float) -> Operation:
+    given = {key: value for key, value in fields.items() if key in _UPDATABLE}
+    if not given or len(given) != len(fields):
+        raise bad_request(f"Give at least one of {', '.join(_UPDATABLE)} (and nothing else).")
+    if "metadata" in given:
+        given["metadata"] = _check_metadata(given["metadata"])
+    current = yield from get_message(project, message_id)
+    if current is None:
+        raise not_found(f"Message '{message_id}'")
+    values = {key: _json(value) if key in ("payload", "metadata") else value
+              for key, value in given.items()}  # fmt: skip
+    assignments = ", ".join(f"{key} = ?" for key in values)
+    yield run(
+        f"UPDATE agent_messages SET {assignments}, updated_at = ? WHERE project = ? AND id = ?",
+        *values.values(),
+        now,
+        project,
+        message_id,
+    )
+    return (yield from get_message(project, message_id))
+
+
+def delete_message(project: str, message_id: str) -> Operation:
+    yield run("DELETE FROM agent_messages WHERE project = ? AND id = ?", project, message_id)
+    return None
+
+
+def clear_messages(project: str, conversation_id: str, now: float) -> Operation:
+    deleted = yield run(
+        "DELETE FROM agent_messages WHERE project = ? AND conversation_id = ?",
+        project,
+        conversation_id,
+    )
+    if deleted:
+        yield run(
+            "UPDATE agent_conversations SET updated_at = ? WHERE project = ? AND id = ?",
+            now,
+            project,
+            conversation_id,
+        )
+    return None
+
+
+# -- state and session bindings -------------------------------------------------------
+
+
+def state_get(project: str, conversation_id: str, key: str) -> Operation:
+    found = yield rows(
+        "SELECT value FROM agent_state WHERE project = ? AND conversation_id = ? AND key = ?",
+        project,
+        conversation_id,
+        key,
+    )
+    return json.loads(found[0][0]) if found else None
+
+
+def state_set(project: str, conversation_id: str, key: str, value: Any) -> Operation:
+    yield run(
+        "INSERT INTO agent_state (project, conversation_id, key, value) VALUES (?, ?, ?, ?)"
+        " ON CONFLICT (project, conversation_id, key) DO UPDATE SET value = excluded.value",
+        project,
+        conversation_id,
+        key,
+        _json(value),
+    )
+    return None
+
+
+def state_delete(project: str, conversation_id: str, key: str) -> Operation:
+    yield run(
+        "DELETE FROM agent_state WHERE project = ? AND conversation_id = ? AND key = ?",
+        project,
+        conversation_id,
+        key,
+    )
+    return None
+
+
+def session_binding(project: str, conversation_id: str) -> Operation:
+    """A stable UUID session id for ``conversation_id`` (a UUID is its own)."""
+    _check_id(conversation_id, "conversationId")
+    try:
+        return str(uuid.UUID(conversation_id))
+    except ValueError:
+        pass
+    yield run(
+        "INSERT INTO agent_bindings (project, conversation_id, session_id) VALUES (?, ?, ?)"
+        " ON CONFLICT DO NOTHING",
+        project,
+        conversation_id,
+        str(uuid.uuid4()),
+    )
+    found = yield rows(
+        "SELECT session_id FROM agent_bindings WHERE project = ? AND conversation_id = ?",
+        project,
+        conversation_id,
+    )
+    return str(found[0][0])

@@ -1,0 +1,191 @@
+"""The agent Store's Python API, bound to one project, on any session backend."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from . import operations as ops
+from .models import Conversation, Message, NewMessage, Page
+
+OperationFactory = Callable[[], ops.Operation]
+
+
+class Runner(Protocol):
+    """Runs an operation in one transaction of a backend (again from the start if asked)."""
+
+    async def __call__(self, operation: OperationFactory, *, write: bool) -> Any: ...
+
+
+def drive(conn: sqlite3.Connection, operation: ops.Operation) -> Any:
+    """Run ``operation`` on a SQLite connection (the caller holds the transaction)."""
+    try:
+        statement = next(operation)
+        while True:
+            sql, params, want_rows = statement
+            cursor = conn.execute(sql, params)
+            statement = operation.send(cursor.fetchall() if want_rows else cursor.rowcount)
+    except StopIteration as done:
+        return done.value
+
+
+async def drive_async(conn: Any, operation: ops.Operation) -> Any:
+    """Run ``operation`` on a psycopg connection (the caller holds the transaction)."""
+    try:
+        statement = next(operation)
+        while True:
+            sql, params, want_rows = statement
+            cursor = await conn.execute(sql.replace("?", "%s"), params)
+            result = await cursor.fetchall() if want_rows else cursor.rowcount
+            statement = operation.send(result)
+    except StopIteration as done:
+        return done.value
+
+
+class SQLiteRunner:
+    """Runs on a SQLite store's connections: writes under its write lock."""
+
+    def __init__(self, db: Any) -> None:
+        self._db = db  # session.sqlite_connections.SQLiteConnections
+
+    async def __call__(self, operation: OperationFactory, *, write: bool) -> Any:
+        def call(conn: sqlite3.Connection) -> Any:
+            return drive(conn, operation())
+
+        return await (self._db.write(call) if write else self._db.read(call))
+
+
+class MemoryRunner:
+    """An in-memory SQLite database for the memory backend; calls never await."""
+
+    def __init__(self) -> None:
+        self._conn = sqlite3.connect(":memory:", isolation_level=None)
+        for statement in ops.SCHEMA:
+            self._conn.execute(statement.format(real="REAL"))
+
+    async def __call__(self, operation: OperationFactory, *, write: bool) -> Any:
+        self._conn.execute("BEGIN")
+        try:
+            result = drive(self._conn, operation())
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+        return result
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class AgentStore:
+    """Conversations and messages of one project, with their state and session bindings."""
+
+    def __init__(self, runner: Runner, project: str = "default") -> None:
+        self._run = runner
+        self.project = project
+
+    async def create_conversation(
+        self, conversation_id: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Conversation:
+        now = time.time()
+        result: Conversation = await self._run(
+            lambda: ops.create_conversation(self.project, conversation_id, metadata, now),
+            write=True,
+        )
+        return result
+
+    async def get_conversation(self, conversation_id: str) -> Conversation | None:
+        result: Conversation | None = await self._run(
+            lambda: ops.get_conversation(self.project, conversation_id), write=False
+        )
+        return result
+
+    async def list_conversations(self, limit: int = 20, cursor: str | None = None) -> Page:
+        result: Page = await self._run(
+            lambda: ops.list_conversations(self.project, limit, cursor), write=False
+        )
+        return result
+
+    async def update_conversation(
+        self, conversation_id: str, metadata: dict[str, Any]
+    ) -> Conversation:
+        now = time.time()
+        result: Conversation = await self._run(
+            lambda: ops.update_conversation(self.project, conversation_id, metadata, now),
+            write=True,
+        )
+        return result
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        await self._run(lambda: ops.delete_conversation(self.project, conversation_id), write=True)
+
+    async def append_messages(
+        self, conversation_id: str, messages: list[NewMessage]
+    ) -> list[Message]:
+        now = time.time()
+        result: list[Message] = await self._run(
+            lambda: ops.append_messages(self.project, conversation_id, messages, now), write=True
+        )
+        return result
+
+    async def append_message(
+        self,
+        conversation_id: str,
+        payload: Any,
+        role: str | None = None,
+        type: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        message_id: str | None = None,
+    ) -> Message:
+        message = NewMessage(payload, role, type, metadata, message_id)
+        return (await self.append_messages(conversation_id, [message]))[0]
+
+    async def get_message(self, message_id: str) -> Message | None:
+        result: Message | None = await self._run(
+            lambda: ops.get_message(self.project, message_id), write=False
+        )
+        return result
+
+    async def list_messages(
+        self, conversation_id: str, order: str = "asc", limit: int = 50, cursor: str | None = None
+    ) -> Page:
+        result: Page = await self._run(
+            lambda: ops.list_messages(self.project, conversation_id, order, limit, cursor),
+            write=False,
+        )
+        return result
+
+    async def update_message(self, message_id: str, **fields: Any) -> Message:
+        now = time.time()
+        result: Message = await self._run(
+            lambda: ops.update_message(self.project, message_id, fields, now), write=True
+        )
+        return result
+
+    async def delete_message(self, message_id: str) -> None:
+        await self._run(lambda: ops.delete_message(self.project, message_id), write=True)
+
+    async def clear_messages(self, conversation_id: str) -> None:
+        now = time.time()
+        await self._run(lambda: ops.clear_messages(self.project, conversation_id, now), write=True)
+
+    async def state_get(self, conversation_id: str, key: str) -> Any:
+        return await self._run(
+            lambda: ops.state_get(self.project, conversation_id, key), write=False
+        )
+
+    async def state_set(self, conversation_id: str, key: str, value: Any) -> None:
+        await self._run(
+            lambda: ops.state_set(self.project, conversation_id, key, value), write=True
+        )
+
+    async def state_delete(self, conversation_id: str, key: str) -> None:
+        await self._run(lambda: ops.state_delete(self.project, conversation_id, key), write=True)
+
+    async def claude_session_binding(self, conversation_id: str) -> str:
+        result: str = await self._run(
+            lambda: ops.session_binding(self.project, conversation_id), write=True
+        )
+        return result

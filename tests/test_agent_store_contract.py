@@ -1,0 +1,154 @@
+"""The agent Store's contract, on every session backend."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from session import SessionStore
+from session.agent_store import AgentStore, NewMessage, StoreError
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def agent(store: SessionStore) -> AgentStore:
+    return store.agent("team")
+
+
+async def test_conversations_are_created_once_and_merged(agent: AgentStore) -> None:
+    created = await agent.create_conversation("c1", {"a": 1, "b": {"x": 1}})
+    assert created.to_json()["messageCount"] == 0 and created.last_message_at is None
+    with pytest.raises(StoreError) as taken:
+        await agent.create_conversation("c1")
+    assert (taken.value.code, taken.value.status) == ("Conflict", 409)
+    generated = await agent.create_conversation()
+    assert generated.conversation_id.startswith("conv_") and generated.metadata == {}
+    unchanged = await agent.update_conversation("c1", {})
+    assert unchanged.updated_at == created.updated_at
+    merged = await agent.update_conversation("c1", {"a": None, "b": {"y": 2}, "c": [1]})
+    assert merged.metadata == {"b": {"y": 2}, "c": [1]}
+    with pytest.raises(StoreError, match="not found") as missing:
+        await agent.update_conversation("nope", {})
+    assert missing.value.code == "NotFound"
+    assert await agent.get_conversation("nope") is None
+    with pytest.raises(StoreError) as long_id:
+        await agent.create_conversation("é" * 129)  # 258 bytes
+    assert long_id.value.code == "BadRequest"
+
+
+async def test_conversations_list_newest_first_by_cursor(agent: AgentStore) -> None:
+    for n in range(5):
+        await agent.create_conversation(f"c{n}")
+        await asyncio.sleep(0.002)
+    first = await agent.list_conversations(limit=2)
+    assert [c.conversation_id for c in first.items] == ["c4", "c3"]
+    second = await agent.list_conversations(limit=2, cursor=first.next_cursor)
+    third = await agent.list_conversations(limit=2, cursor=second.next_cursor)
+    assert [c.conversation_id for c in second.items + third.items] == ["c2", "c1", "c0"]
+    assert third.next_cursor is None
+
+
+async def test_appends_number_messages_and_retries_are_idempotent(agent: AgentStore) -> None:
+    first = await agent.append_message("c1", {"text": "hi"}, role="user", message_id="m1")
+    assert first.to_json()["seq"] == "1" and first.type is None
+    conversation = await agent.get_conversation("c1")  # created by the append
+    assert conversation is not None and conversation.message_count == 1
+    again = await agent.append_message("c1", {"text": "hi"}, role="user", message_id="m1")
+    assert again == first
+    with pytest.raises(StoreError) as changed:
+        await agent.append_message("c1", {"text": "other"}, role="user", message_id="m1")
+    assert changed.value.code == "Conflict"
+    with pytest.raises(StoreError) as elsewhere:
+        await agent.append_message("c2", {"text": "hi"}, role="user", message_id="m1")
+    assert elsewhere.value.code == "Conflict"
+    assert await agent.get_conversation("c2") is None  # nothing written
+    batch = [NewMessage("a", message_id="m2"), NewMessage("b")]
+    with pytest.raises(StoreError) as mixed:
+        await agent.append_messages(
+            "c1", [NewMessage({"text": "hi"}, "user", message_id="m1"), *batch]
+        )
+    assert mixed.value.code == "BadRequest"
+    with pytest.raises(StoreError):
+        await agent.append_messages(
+            "c1", [NewMessage("x", message_id="d"), NewMessage("y", message_id="d")]
+        )
+    appended = await agent.append_messages("c1", batch)
+    assert [m.seq for m in appended] == [2, 3]
+    await agent.delete_message("m2")
+    await agent.delete_message("m2")  # absent is success
+    readded = await agent.append_message("c1", "a", message_id="m2")
+    assert readded.seq == 4
+
+
+async def test_clear_keeps_the_conversation_and_its_counter(agent: AgentStore) -> None:
+    await agent.append_messages("c1", [NewMessage(n) for n in range(3)])
+    await agent.state_set("c1", "run", {"step": 2})
+    before = await agent.get_conversation("c1")
+    await agent.clear_messages("c1")
+    after = await agent.get_conversation("c1")
+    assert after is not None and before is not None
+    assert after.message_count == 0 and after.updated_at > before.updated_at
+    assert (await agent.append_message("c1", "next")).seq == 4
+    assert await agent.state_get("c1", "run") == {"step": 2}
+    await agent.clear_messages("absent")
+    assert await agent.get_conversation("absent") is None
+    await agent.delete_conversation("c1")
+    assert await agent.state_get("c1", "run") is None
+    await agent.delete_conversation("c1")  # absent is success
+
+
+async def test_message_pages_are_pinned_to_their_first_read(agent: AgentStore) -> None:
+    await agent.append_messages("c1", [NewMessage(n) for n in range(5)])
+    first = await agent.list_messages("c1", limit=2)
+    await agent.append_message("c1", "late")
+    second = await agent.list_messages("c1", limit=2, cursor=first.next_cursor)
+    third = await agent.list_messages("c1", limit=2, cursor=second.next_cursor)
+    assert [m.payload for m in first.items + second.items + third.items] == [0, 1, 2, 3, 4]
+    assert third.next_cursor is None
+    newest = await agent.list_messages("c1", order="desc", limit=3)
+    assert [m.payload for m in newest.items] == ["late", 4, 3]
+    assert (await agent.list_messages("absent")).items == []
+
+
+async def test_messages_update_whole_fields(agent: AgentStore) -> None:
+    message = await agent.append_message("c1", {"a": 1}, metadata={"k": 1}, message_id="m1")
+    updated = await agent.update_message("m1", payload=[1, 2], metadata={"j": 2})
+    assert (updated.payload, updated.metadata, updated.seq) == ([1, 2], {"j": 2}, message.seq)
+    fetched = await agent.get_message("m1")
+    assert fetched is not None and fetched.payload == [1, 2]
+    with pytest.raises(StoreError) as empty:
+        await agent.update_message("m1")
+    assert empty.value.code == "BadRequest"
+    with pytest.raises(StoreError) as missing:
+        await agent.update_message("nope", role="user")
+    assert missing.value.code == "NotFound"
+    assert await agent.get_message("nope") is None
+
+
+async def test_projects_see_nothing_of_each_other(store: SessionStore) -> None:
+    mine, theirs = store.agent("a"), store.agent("b")
+    await mine.append_message("c1", "secret", message_id="m1")
+    assert await theirs.get_conversation("c1") is None
+    assert await theirs.get_message("m1") is None
+    assert (await theirs.list_conversations()).items == []
+
+
+async def test_concurrent_appends_get_distinct_gapless_seqs(agent: AgentStore) -> None:
+    results = await asyncio.gather(*(agent.append_message("c1", n) for n in range(32)))
+    assert sorted(m.seq for m in results) == list(range(1, 33))
+    batch = [NewMessage("same", message_id="r1"), NewMessage("same2", message_id="r2")]
+    retries = await asyncio.gather(*(agent.append_messages("c2", batch) for _ in range(5)))
+    assert all([m.seq for m in r] == [1, 2] for r in retries)
+    assert (await agent.get_conversation("c2")).message_count == 2  # type: ignore[union-attr]
+
+
+async def test_session_bindings_are_stable(agent: AgentStore) -> None:
+    bound = await agent.claude_session_binding("ticket-42")
+    assert bound == await agent.claude_session_binding("ticket-42")
+    assert bound != await agent.claude_session_binding("ticket-43")
+    given = "1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+    assert await agent.claude_session_binding(given) == given
+    together = await asyncio.gather(*(agent.claude_session_binding("new") for _ in range(8)))
+    assert len(set(together)) == 1
