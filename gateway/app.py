@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import WebSocketRoute
 
 from session import SessionError, SessionStore, build_store
+from session.agent_store import StoreError
 
 from .auth import Authenticator
 from .compaction import Sealer
@@ -31,7 +32,7 @@ from .middleware import (
     ObserveMiddleware,
 )
 from .pipeline import ResponsesService
-from .routes import conversations, meta, responses, websocket
+from .routes import agent_store, conversations, meta, responses, websocket
 from .upstream import ProviderClient, UnsupportedInput, UpstreamError
 
 logger = logging.getLogger("gateway")
@@ -52,6 +53,12 @@ async def _session_error(request: Request, exc: Exception) -> Response:
 async def _upstream_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, UpstreamError | UnsupportedInput)
     return from_upstream_error(exc).response()
+
+
+async def _store_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StoreError)
+    kind = "server_error" if (exc.status or 500) >= 500 else "invalid_request_error"
+    return APIError(exc.status or 500, exc.message, type=kind, code=exc.code).response()
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -126,6 +133,7 @@ def create_app(
         *responses.routes,
         WebSocketRoute("/v1/responses", websocket.responses_socket),
         *conversations.routes,
+        *agent_store.routes,
         *meta.routes,
     ]
     app = Starlette(
@@ -140,6 +148,7 @@ def create_app(
         exception_handlers={
             APIError: _api_error,
             SessionError: _session_error,
+            StoreError: _store_error,
             UpstreamError: _upstream_error,
             UnsupportedInput: _upstream_error,
             HTTPException: _http_error,

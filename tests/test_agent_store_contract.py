@@ -3,21 +3,67 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from session import SessionStore
-from session.agent_store import AgentStore, NewMessage, StoreError
+from gateway import create_app
+from session.agent_store import NewMessage, RemoteAgentStore, StoreError
+
+from .conftest import StoreFactory, gateway_config
+from .fake_upstream import FakeUpstream
+from .servers import serve
 
 pytestmark = pytest.mark.anyio
 
+KEYS = {project: f"sk-agent-{project}-0123456789" for project in ("team", "a", "b")}
+Agents = Callable[[str], Any]  # project -> an AgentStore or a RemoteAgentStore
+
+
+@pytest.fixture(params=["in-process", "remote"])
+async def agents(
+    request: Any, store_factory: StoreFactory, tmp_path: Path
+) -> AsyncIterator[Agents]:
+    """The agent Store of a project: in process, or through gateways over HTTP (on
+    PostgreSQL, two instances sharing the database, one per project)."""
+    if request.param == "in-process":
+        store = store_factory()
+        yield store.agent
+        await store.close()
+        return
+    backend = request.node.callspec.params["store_factory"]
+    if backend == "memory":
+        pytest.skip("a remote store needs a gateway with a store of its own: sqlite or postgres")
+    session: dict[str, Any] = {"backend": backend, "sqlite": {"path": str(tmp_path / "a.db")}}
+    if backend == "postgres":
+        session["postgres"] = {"dsn": request.getfixturevalue("postgres_dsn")}
+    keys = [{"key": key, "project": project} for project, key in KEYS.items()]
+    fake: tuple[FakeUpstream, str] = request.getfixturevalue("fake_upstream")
+    config = gateway_config(fake[1], tmp_path / "u.db", session=session,
+                            auth={"mode": "keys", "keys": keys})  # fmt: skip
+    clients: list[RemoteAgentStore] = []
+    with ExitStack() as running:
+        urls = [running.enter_context(serve(create_app(config))) for _ in range(2)]
+
+        def connect(project: str) -> RemoteAgentStore:
+            url = urls[len(clients) % 2 if backend == "postgres" else 0]
+            clients.append(RemoteAgentStore.connect(url, api_key=KEYS[project]))
+            return clients[-1]
+
+        yield connect
+        for client in clients:
+            await client.close()
+
 
 @pytest.fixture
-def agent(store: SessionStore) -> AgentStore:
-    return store.agent("team")
+def agent(agents: Agents) -> Any:
+    return agents("team")
 
 
-async def test_conversations_are_created_once_and_merged(agent: AgentStore) -> None:
+async def test_conversations_are_created_once_and_merged(agent: Any) -> None:
     created = await agent.create_conversation("c1", {"a": 1, "b": {"x": 1}})
     assert created.to_json()["messageCount"] == 0 and created.last_message_at is None
     with pytest.raises(StoreError) as taken:
@@ -38,7 +84,7 @@ async def test_conversations_are_created_once_and_merged(agent: AgentStore) -> N
     assert long_id.value.code == "BadRequest"
 
 
-async def test_conversations_list_newest_first_by_cursor(agent: AgentStore) -> None:
+async def test_conversations_list_newest_first_by_cursor(agent: Any) -> None:
     for n in range(5):
         await agent.create_conversation(f"c{n}")
         await asyncio.sleep(0.002)
@@ -50,7 +96,7 @@ async def test_conversations_list_newest_first_by_cursor(agent: AgentStore) -> N
     assert third.next_cursor is None
 
 
-async def test_appends_number_messages_and_retries_are_idempotent(agent: AgentStore) -> None:
+async def test_appends_number_messages_and_retries_are_idempotent(agent: Any) -> None:
     first = await agent.append_message("c1", {"text": "hi"}, role="user", message_id="m1")
     assert first.to_json()["seq"] == "1" and first.type is None
     conversation = await agent.get_conversation("c1")  # created by the append
@@ -82,7 +128,7 @@ async def test_appends_number_messages_and_retries_are_idempotent(agent: AgentSt
     assert readded.seq == 4
 
 
-async def test_clear_keeps_the_conversation_and_its_counter(agent: AgentStore) -> None:
+async def test_clear_keeps_the_conversation_and_its_counter(agent: Any) -> None:
     await agent.append_messages("c1", [NewMessage(n) for n in range(3)])
     await agent.state_set("c1", "run", {"step": 2})
     before = await agent.get_conversation("c1")
@@ -99,7 +145,7 @@ async def test_clear_keeps_the_conversation_and_its_counter(agent: AgentStore) -
     await agent.delete_conversation("c1")  # absent is success
 
 
-async def test_message_pages_are_pinned_to_their_first_read(agent: AgentStore) -> None:
+async def test_message_pages_are_pinned_to_their_first_read(agent: Any) -> None:
     await agent.append_messages("c1", [NewMessage(n) for n in range(5)])
     first = await agent.list_messages("c1", limit=2)
     await agent.append_message("c1", "late")
@@ -112,7 +158,7 @@ async def test_message_pages_are_pinned_to_their_first_read(agent: AgentStore) -
     assert (await agent.list_messages("absent")).items == []
 
 
-async def test_messages_update_whole_fields(agent: AgentStore) -> None:
+async def test_messages_update_whole_fields(agent: Any) -> None:
     message = await agent.append_message("c1", {"a": 1}, metadata={"k": 1}, message_id="m1")
     updated = await agent.update_message("m1", payload=[1, 2], metadata={"j": 2})
     assert (updated.payload, updated.metadata, updated.seq) == ([1, 2], {"j": 2}, message.seq)
@@ -127,15 +173,15 @@ async def test_messages_update_whole_fields(agent: AgentStore) -> None:
     assert await agent.get_message("nope") is None
 
 
-async def test_projects_see_nothing_of_each_other(store: SessionStore) -> None:
-    mine, theirs = store.agent("a"), store.agent("b")
+async def test_projects_see_nothing_of_each_other(agents: Agents) -> None:
+    mine, theirs = agents("a"), agents("b")
     await mine.append_message("c1", "secret", message_id="m1")
     assert await theirs.get_conversation("c1") is None
     assert await theirs.get_message("m1") is None
     assert (await theirs.list_conversations()).items == []
 
 
-async def test_concurrent_appends_get_distinct_gapless_seqs(agent: AgentStore) -> None:
+async def test_concurrent_appends_get_distinct_gapless_seqs(agent: Any) -> None:
     results = await asyncio.gather(*(agent.append_message("c1", n) for n in range(32)))
     assert sorted(m.seq for m in results) == list(range(1, 33))
     batch = [NewMessage("same", message_id="r1"), NewMessage("same2", message_id="r2")]
@@ -144,7 +190,7 @@ async def test_concurrent_appends_get_distinct_gapless_seqs(agent: AgentStore) -
     assert (await agent.get_conversation("c2")).message_count == 2  # type: ignore[union-attr]
 
 
-async def test_session_bindings_are_stable(agent: AgentStore) -> None:
+async def test_session_bindings_are_stable(agent: Any) -> None:
     bound = await agent.claude_session_binding("ticket-42")
     assert bound == await agent.claude_session_binding("ticket-42")
     assert bound != await agent.claude_session_binding("ticket-43")

@@ -2,6 +2,7 @@
 
 from .errors import StoreError
 from .models import Conversation, Message, NewMessage, Page
+from .remote import RemoteAgentStore
 from .store import AgentStore, MemoryRunner, Runner, SQLiteRunner, drive_async
 
 __all__ = [
@@ -11,6 +12,7 @@ __all__ = [
     "Message",
     "NewMessage",
     "Page",
+    "RemoteAgentStore",
     "Runner",
     "SQLiteRunner",
     "StoreError",

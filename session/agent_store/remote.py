@@ -1,0 +1,227 @@
+"""The agent Store through a gateway's ``/v1/store/`` HTTP API: the same methods, remotely.
+
+Reads and idempotent writes (appends of messages that all carry ids, updates, deletes,
+clears, state, bindings) are retried with backoff on network errors, 429 and 5xx; a
+write that is not idempotent (a create, an append without ids) is sent once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from .errors import STATUS, StoreError
+from .models import Conversation, Message, NewMessage, Page
+
+RETRIES = 3
+BACKOFF_SECONDS = 0.2
+
+
+def _time(value: str | None) -> float | None:
+    return None if value is None else datetime.fromisoformat(value).timestamp()
+
+
+def conversation_from_json(data: dict[str, Any]) -> Conversation:
+    return Conversation(
+        data["conversationId"],
+        data["metadata"],
+        _time(data["createdAt"]) or 0.0,
+        _time(data["updatedAt"]) or 0.0,
+        data["messageCount"],
+        _time(data["lastMessageAt"]),
+    )
+
+
+def message_from_json(data: dict[str, Any]) -> Message:
+    return Message(
+        data["messageId"],
+        data["conversationId"],
+        int(data["seq"]),
+        data["role"],
+        data["type"],
+        data["payload"],
+        data["metadata"],
+        _time(data["createdAt"]) or 0.0,
+        _time(data["updatedAt"]) or 0.0,
+    )
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+class RemoteAgentStore:
+    """An :class:`AgentStore` on another machine: ``connect(base_url, api_key=...)``."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self._client = client
+
+    @classmethod
+    def connect(cls, base_url: str, *, api_key: str | None = None) -> RemoteAgentStore:
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        client = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + "/v1/store", headers=headers, timeout=30
+        )
+        return cls(client)
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def _call(
+        self, method: str, path: str, *, retry: bool, json: Any = None, **params: Any
+    ) -> Any:
+        query = {key: value for key, value in params.items() if value is not None}
+        for attempt in range(RETRIES if retry else 1):
+            try:
+                response = await self._client.request(method, path, json=json, params=query)
+            except httpx.TimeoutException as error:
+                failure = StoreError("TimeoutError", str(error) or "timed out", error=repr(error))
+            except httpx.TransportError as error:
+                failure = StoreError(
+                    "NetworkError", str(error) or "network error", error=repr(error)
+                )
+            else:
+                if response.status_code < 400:
+                    return None if response.status_code == 204 else response.json()
+                failure = _error_of(response)
+                if response.status_code not in (429, 502, 503, 504):
+                    raise failure
+            if attempt + 1 < (RETRIES if retry else 1):
+                await asyncio.sleep(BACKOFF_SECONDS * 2**attempt)
+        raise failure
+
+    # -- conversations -----------------------------------------------------------------
+
+    async def create_conversation(
+        self, conversation_id: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> Conversation:
+        body = {"conversationId": conversation_id, "metadata": metadata}
+        data = await self._call("POST", "/conversations", retry=False, json=body)
+        return conversation_from_json(data)
+
+    async def get_conversation(self, conversation_id: str) -> Conversation | None:
+        try:
+            data = await self._call(
+                "GET", f"/conversations/{_segment(conversation_id)}", retry=True
+            )
+        except StoreError as error:
+            if error.code == "NotFound":
+                return None
+            raise
+        return conversation_from_json(data)
+
+    async def list_conversations(self, limit: int = 20, cursor: str | None = None) -> Page:
+        data = await self._call("GET", "/conversations", retry=True, limit=limit, cursor=cursor)
+        return Page([conversation_from_json(c) for c in data["items"]], data["nextCursor"])
+
+    async def update_conversation(
+        self, conversation_id: str, metadata: dict[str, Any]
+    ) -> Conversation:
+        path = f"/conversations/{_segment(conversation_id)}"
+        data = await self._call("PATCH", path, retry=True, json={"metadata": metadata})
+        return conversation_from_json(data)
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        await self._call("DELETE", f"/conversations/{_segment(conversation_id)}", retry=True)
+
+    # -- messages ----------------------------------------------------------------------
+
+    async def append_messages(
+        self, conversation_id: str, messages: list[NewMessage]
+    ) -> list[Message]:
+        body = {
+            "messages": [
+                {
+                    "payload": m.payload,
+                    "role": m.role,
+                    "type": m.type,
+                    "metadata": m.metadata,
+                    "messageId": m.message_id,
+                }
+                for m in messages
+            ]
+        }
+        idempotent = all(m.message_id for m in messages)
+        path = f"/conversations/{_segment(conversation_id)}/messages"
+        data = await self._call("POST", path, retry=idempotent, json=body)
+        return [message_from_json(m) for m in data["items"]]
+
+    async def append_message(
+        self,
+        conversation_id: str,
+        payload: Any,
+        role: str | None = None,
+        type: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        message_id: str | None = None,
+    ) -> Message:
+        message = NewMessage(payload, role, type, metadata, message_id)
+        return (await self.append_messages(conversation_id, [message]))[0]
+
+    async def get_message(self, message_id: str) -> Message | None:
+        try:
+            data = await self._call("GET", f"/messages/{_segment(message_id)}", retry=True)
+        except StoreError as error:
+            if error.code == "NotFound":
+                return None
+            raise
+        return message_from_json(data)
+
+    async def list_messages(
+        self, conversation_id: str, order: str = "asc", limit: int = 50, cursor: str | None = None
+    ) -> Page:
+        path = f"/conversations/{_segment(conversation_id)}/messages"
+        data = await self._call("GET", path, retry=True, order=order, limit=limit, cursor=cursor)
+        return Page([message_from_json(m) for m in data["items"]], data["nextCursor"])
+
+    async def update_message(self, message_id: str, **fields: Any) -> Message:
+        data = await self._call(
+            "PATCH", f"/messages/{_segment(message_id)}", retry=True, json=fields
+        )
+        return message_from_json(data)
+
+    async def delete_message(self, message_id: str) -> None:
+        await self._call("DELETE", f"/messages/{_segment(message_id)}", retry=True)
+
+    async def clear_messages(self, conversation_id: str) -> None:
+        path = f"/conversations/{_segment(conversation_id)}/clear"
+        await self._call("POST", path, retry=True)
+
+    # -- state and bindings ------------------------------------------------------------
+
+    def _state(self, conversation_id: str, key: str) -> str:
+        return f"/conversations/{_segment(conversation_id)}/state/{_segment(key)}"
+
+    async def state_get(self, conversation_id: str, key: str) -> Any:
+        data = await self._call("GET", self._state(conversation_id, key), retry=True)
+        return data["value"]
+
+    async def state_set(self, conversation_id: str, key: str, value: Any) -> None:
+        await self._call(
+            "PUT", self._state(conversation_id, key), retry=True, json={"value": value}
+        )
+
+    async def state_delete(self, conversation_id: str, key: str) -> None:
+        await self._call("DELETE", self._state(conversation_id, key), retry=True)
+
+    async def claude_session_binding(self, conversation_id: str) -> str:
+        body = {"conversationId": conversation_id}
+        data = await self._call("POST", "/claude-bindings", retry=True, json=body)
+        session_id: str = data["sessionId"]
+        return session_id
+
+
+def _error_of(response: httpx.Response) -> StoreError:
+    try:
+        error = response.json()["error"]
+        code, message = error.get("code"), error.get("message", response.text)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        code, message = None, response.text
+    if code not in STATUS:
+        by_status = {status: name for name, status in STATUS.items()}
+        code = by_status.get(response.status_code, "UnknownError")
+    return StoreError(code, message, status=response.status_code, error=response.text[:500])
