@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from gateway import create_app
+from session import MemoryStore, SessionStore, SQLiteStore
 from session.agent_store import NewMessage, RemoteAgentStore, StoreError
+from session.postgres import PostgresStore
 
-from .conftest import StoreFactory, gateway_config
+from .conftest import gateway_config
 from .fake_upstream import FakeUpstream
 from .servers import serve
 
@@ -23,20 +25,22 @@ KEYS = {project: f"sk-agent-{project}-0123456789" for project in ("team", "a", "
 Agents = Callable[[str], Any]  # project -> an AgentStore or a RemoteAgentStore
 
 
-@pytest.fixture(params=["in-process", "remote"])
-async def agents(
-    request: Any, store_factory: StoreFactory, tmp_path: Path
-) -> AsyncIterator[Agents]:
-    """The agent Store of a project: in process, or through gateways over HTTP (on
-    PostgreSQL, two instances sharing the database, one per project)."""
-    if request.param == "in-process":
-        store = store_factory()
+@pytest.fixture(params=["memory", "sqlite", "postgres", "remote-sqlite", "remote-postgres"])
+async def agents(request: Any, tmp_path: Path) -> AsyncIterator[Agents]:
+    """The agent Store of a project: in process on each backend, or through gateways over
+    HTTP (on PostgreSQL, two instances sharing the database, used in turn)."""
+    backend = request.param.removeprefix("remote-")
+    if not request.param.startswith("remote-"):
+        store: SessionStore = (
+            MemoryStore()
+            if backend == "memory"
+            else SQLiteStore(tmp_path / "a.db")
+            if backend == "sqlite"
+            else PostgresStore(request.getfixturevalue("postgres_dsn"))
+        )
         yield store.agent
         await store.close()
         return
-    backend = request.node.callspec.params["store_factory"]
-    if backend == "memory":
-        pytest.skip("a remote store needs a gateway with a store of its own: sqlite or postgres")
     session: dict[str, Any] = {"backend": backend, "sqlite": {"path": str(tmp_path / "a.db")}}
     if backend == "postgres":
         session["postgres"] = {"dsn": request.getfixturevalue("postgres_dsn")}
