@@ -1,5 +1,6 @@
 """The agent Store: conversations and messages for any agent framework (see ``store``)."""
 
+from .converters import to_anthropic_messages, to_openai_input
 from .errors import StoreError
 from .models import Conversation, Message, NewMessage, Page
 from .remote import RemoteAgentStore
@@ -17,4 +18,6 @@ __all__ = [
     "SQLiteRunner",
     "StoreError",
     "drive_async",
+    "to_anthropic_messages",
+    "to_openai_input",
 ]
