@@ -202,3 +202,12 @@ async def test_session_bindings_are_stable(agent: Any) -> None:
     assert await agent.claude_session_binding(given) == given
     together = await asyncio.gather(*(agent.claude_session_binding("new") for _ in range(8)))
     assert len(set(together)) == 1
+
+
+async def test_clear_racing_appends_leaves_no_half_cleared_state(agent: Any) -> None:
+    await agent.append_messages("c1", [NewMessage(n) for n in range(20)])
+    await asyncio.gather(
+        agent.clear_messages("c1"), *(agent.append_message("c1", f"late {n}") for n in range(10))
+    )
+    left = [m.seq for m in (await agent.list_messages("c1", limit=1000)).items]
+    assert left == list(range(31 - len(left), 31))  # whatever survived: the newest, gapless
