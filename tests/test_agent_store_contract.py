@@ -211,3 +211,14 @@ async def test_clear_racing_appends_leaves_no_half_cleared_state(agent: Any) -> 
     )
     left = [m.seq for m in (await agent.list_messages("c1", limit=1000)).items]
     assert left == list(range(31 - len(left), 31))  # whatever survived: the newest, gapless
+
+
+async def test_a_store_that_is_down_is_unavailable(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "gone" / "a.db")
+    agent = store.agent("team")
+    await agent.append_message("c1", "kept")
+    (tmp_path / "gone" / "a.db").unlink()
+    with pytest.raises(StoreError) as down:
+        await agent.append_message("c1", "lost")
+    assert (down.value.code, down.value.status) == ("Unavailable", 503)
+    await store.close()

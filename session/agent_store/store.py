@@ -7,7 +7,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..errors import SessionError, StoreUnavailable
 from . import operations as ops
+from .errors import StoreError
 from .models import Conversation, Message, NewMessage, Page
 
 OperationFactory = Callable[[], ops.Operation]
@@ -83,8 +85,17 @@ class AgentStore:
     """Conversations and messages of one project, with their state and session bindings."""
 
     def __init__(self, runner: Runner, project: str = "default") -> None:
-        self._run = runner
+        self._runner = runner
         self.project = project
+
+    async def _run(self, operation: OperationFactory, *, write: bool) -> Any:
+        """Run on the backend; its own failures become :class:`StoreError` too."""
+        try:
+            return await self._runner(operation, write=write)
+        except StoreUnavailable as error:
+            raise StoreError("Unavailable", error.message, error=error.code) from None
+        except SessionError as error:
+            raise StoreError("UnknownError", error.message, error=error.code) from None
 
     async def create_conversation(
         self, conversation_id: str | None = None, metadata: dict[str, Any] | None = None
