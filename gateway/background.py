@@ -31,7 +31,6 @@ class BackgroundTurns:
     """The background turns this instance runs, by response id."""
 
     def __init__(self) -> None:
-        self._tasks: dict[str, asyncio.Task[None]] = {}
         self.running = CancellableTurns()
 
     async def start(
@@ -45,16 +44,15 @@ class BackgroundTurns:
         except BaseException:
             task.cancel()
             raise
-        self._tasks[record.id] = task
-        task.add_done_callback(lambda _: self._tasks.pop(record.id, None))
         self.running.add(record.id, task)
         return record
 
     async def finish(self, grace: float) -> None:
         """Let turns finish for ``grace`` seconds, then cancel (and so fail) the rest."""
-        if not self._tasks:
+        tasks = self.running.tasks()
+        if not tasks:
             return
-        _, pending = await asyncio.wait(set(self._tasks.values()), timeout=grace)
+        _, pending = await asyncio.wait(tasks, timeout=grace)
         for task in pending:
             task.cancel()
         if pending:

@@ -20,6 +20,9 @@ class CancellableTurns:
         self._tasks.pop(response_id, None)
         self._cancelled.discard(response_id)
 
+    def tasks(self) -> set[asyncio.Task[None]]:
+        return set(self._tasks.values())
+
     def cancelled_by_client(self, response_id: str) -> bool:
         """Whether the task ends because its client cancelled it (not a shutdown)."""
         return response_id in self._cancelled

@@ -83,6 +83,9 @@ def is_ours(item: Item) -> bool:
     )
 
 
+_COMPACTION_TYPES = ("compaction", "compaction_trigger")
+
+
 def expand(sealer: Sealer, project: str, items: list[Item], first_input: int) -> list[Item]:
     """``items`` with each of this gateway's compaction items opened into its summary.
 
@@ -91,6 +94,8 @@ def expand(sealer: Sealer, project: str, items: list[Item], first_input: int) ->
     too. ``first_input`` is the index of the request's own first input item, to name a bad
     item by its param.
     """
+    if not any(item.get("type") in _COMPACTION_TYPES for item in items):
+        return items  # the usual case, on every turn: nothing to open or drop
     expanded: list[Item] = []
     last = len(items) - 1
     for index, item in enumerate(items):

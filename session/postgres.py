@@ -8,11 +8,10 @@ that is down makes calls raise :class:`StoreUnavailable`; the pool reconnects by
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any
 
 import psycopg
 from psycopg import AsyncConnection
@@ -30,6 +29,8 @@ from .keys import ApiKey
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order, page_items
 from .policy import ExistingTurn, check_save
+from .postgres_agent import PostgresRunner
+from .postgres_deadline import bounded
 from .postgres_schema import migrate
 from .turn_cache import TurnCache, resolve_cached
 from .usage import Pruned, UsageRow
@@ -68,45 +69,6 @@ SELECT r.id, r.previous_response_id, r.status,
 FROM (SELECT DISTINCT id FROM chain) c
 JOIN responses r ON r.project = %(project)s AND r.id = c.id
 """
-
-
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def _consume(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
-
-
-def bounded(
-    method: Callable[Concatenate[PostgresStore, P], Coroutine[Any, Any, T]],
-) -> Callable[Concatenate[PostgresStore, P], Coroutine[Any, Any, T]]:
-    """Give up on a call after the store's deadline, without waiting for its clean-up.
-
-    A stalled network answers nothing, not even the cancellation of a query or the
-    rollback that follows it: those finish (or fail) in the background while the
-    caller already has its :class:`StoreUnavailable`.
-    """
-
-    @functools.wraps(method)
-    async def call(store: PostgresStore, /, *args: P.args, **kwargs: P.kwargs) -> T:
-        task = asyncio.ensure_future(method(store, *args, **kwargs))
-        try:
-            done, _ = await asyncio.wait({task}, timeout=store.deadline)
-        except asyncio.CancelledError:
-            task.cancel()
-            task.add_done_callback(_consume)
-            raise
-        if task in done:
-            return task.result()
-        task.cancel()
-        task.add_done_callback(_consume)
-        raise StoreUnavailable(
-            f"The session database did not answer within {store.deadline:g} seconds."
-        )
-
-    return call
 
 
 def _row(record: StoredResponse) -> tuple[Any, ...]:
@@ -391,16 +353,7 @@ class PostgresStore:
 
     def agent(self, project: str = "default") -> AgentStore:
         """The agent Store of ``project``, in this database."""
-        return AgentStore(self._run_agent, project)
-
-    async def _run_agent(self, operation: OperationFactory, *, write: bool) -> Any:
-        for attempt in range(3):  # a concurrent first insert of one id: then it is stored
-            try:
-                return await self._agent_transaction(operation)
-            except psycopg.IntegrityError:
-                if attempt == 2:
-                    raise
-        return None
+        return AgentStore(PostgresRunner(self._agent_transaction), project)
 
     @bounded
     async def _agent_transaction(self, operation: OperationFactory) -> Any:

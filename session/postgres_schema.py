@@ -6,7 +6,7 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from .agent_store.operations import SCHEMA as AGENT_SCHEMA
+from .agent_store.sql import SCHEMA as AGENT_SCHEMA
 
 # Arbitrary constant naming the advisory lock that serialises migrations across instances.
 MIGRATION_LOCK = 0x6A7E_5E55

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import sqlite_utils
 
-from .agent_store.operations import SCHEMA as AGENT_SCHEMA
+from .agent_store.sql import SCHEMA as AGENT_SCHEMA
 
 
 def _v1_responses(db: sqlite_utils.Database) -> None:

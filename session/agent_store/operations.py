@@ -1,104 +1,26 @@
-"""The agent Store's operations, written once for SQLite and PostgreSQL alike.
-
-Each operation is a generator: it yields ``(sql, params, want_rows)`` statements (``?``
-placeholders, SQL both databases speak) and receives each one's rows or row count, so one
-body of logic runs under a synchronous driver (SQLite) and an asynchronous one (psycopg),
-always inside one transaction.
-"""
+"""The agent Store's conversations and messages, as operations (see :mod:`.sql`)."""
 
 from __future__ import annotations
 
-import base64
 import json
-import uuid
-from collections.abc import Generator
 from typing import Any
 
 from ..ids import new_id
 from .errors import bad_request, conflict, not_found
 from .models import Conversation, Message, NewMessage, Page
-
-Statement = tuple[str, tuple[Any, ...], bool]
-Operation = Generator[Statement, Any, Any]
-
-MAX_ID_BYTES = 256
-MAX_BATCH = 100
-_MESSAGE_COLUMNS = "id, conversation_id, seq, role, type, payload, metadata, created_at, updated_at"
-
-# ``{real}`` is the column type of a timestamp: REAL in SQLite, DOUBLE PRECISION in PostgreSQL.
-SCHEMA = [
-    """CREATE TABLE agent_conversations (
-        project TEXT NOT NULL, id TEXT NOT NULL, metadata TEXT NOT NULL,
-        created_at {real} NOT NULL, updated_at {real} NOT NULL, next_seq BIGINT NOT NULL,
-        PRIMARY KEY (project, id))""",
-    "CREATE INDEX agent_conversations_recent ON agent_conversations (project, updated_at, id)",
-    """CREATE TABLE agent_messages (
-        project TEXT NOT NULL, id TEXT NOT NULL, conversation_id TEXT NOT NULL,
-        seq BIGINT NOT NULL, role TEXT, type TEXT, payload TEXT NOT NULL,
-        metadata TEXT NOT NULL, created_at {real} NOT NULL, updated_at {real} NOT NULL,
-        PRIMARY KEY (project, id))""",
-    "CREATE UNIQUE INDEX agent_messages_order ON agent_messages (project, conversation_id, seq)",
-    """CREATE TABLE agent_state (
-        project TEXT NOT NULL, conversation_id TEXT NOT NULL, key TEXT NOT NULL,
-        value TEXT NOT NULL, PRIMARY KEY (project, conversation_id, key))""",
-    """CREATE TABLE agent_bindings (
-        project TEXT NOT NULL, conversation_id TEXT NOT NULL, session_id TEXT NOT NULL,
-        PRIMARY KEY (project, conversation_id))""",
-]
-
-
-def rows(sql: str, *params: Any) -> Statement:
-    return sql, params, True
-
-
-def run(sql: str, *params: Any) -> Statement:
-    return sql, params, False
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _check_id(value: str, what: str) -> None:
-    if not isinstance(value, str) or not value or len(value.encode()) > MAX_ID_BYTES:
-        raise bad_request(f"A {what} is a non-empty string of at most {MAX_ID_BYTES} bytes.")
-
-
-def _check_metadata(value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise bad_request("metadata is a JSON object.")
-    return value
-
-
-def _cursor(values: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(_json(values).encode()).decode()
-
-
-def _uncursor(cursor: str) -> dict[str, Any]:
-    try:
-        decoded = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except ValueError:
-        raise bad_request("The cursor is not one this store gave out.") from None
-    if not isinstance(decoded, dict):
-        raise bad_request("The cursor is not one this store gave out.")
-    return decoded
-
-
-def _message(row: tuple[Any, ...]) -> Message:
-    return Message(
-        message_id=row[0],
-        conversation_id=row[1],
-        seq=int(row[2]),
-        role=row[3],
-        type=row[4],
-        payload=json.loads(row[5]),
-        metadata=json.loads(row[6]),
-        created_at=float(row[7]),
-        updated_at=float(row[8]),
-    )
-
+from .sql import (
+    MAX_BATCH,
+    MESSAGE_COLUMNS,
+    Operation,
+    check_id,
+    check_metadata,
+    cursor_of,
+    json_text,
+    message_of,
+    position_of,
+    rows,
+    run,
+)
 
 # -- conversations ---------------------------------------------------------------------
 
@@ -125,13 +47,13 @@ def create_conversation(
     project: str, conversation_id: str | None, metadata: Any, now: float
 ) -> Operation:
     conversation_id = conversation_id if conversation_id is not None else new_id("conv")
-    _check_id(conversation_id, "conversationId")
+    check_id(conversation_id, "conversationId")
     inserted = yield run(
         "INSERT INTO agent_conversations (project, id, metadata, created_at, updated_at,"
         " next_seq) VALUES (?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING",
         project,
         conversation_id,
-        _json(_check_metadata(metadata)),
+        json_text(check_metadata(metadata)),
         now,
         now,
     )
@@ -145,7 +67,7 @@ def list_conversations(project: str, limit: int, cursor: str | None) -> Operatio
         raise bad_request("limit is from 1 to 100.")
     where, params = "c.project = ?", list[Any]([project])
     if cursor is not None:
-        position = _uncursor(cursor)
+        position = position_of(cursor)
         where += " AND (c.updated_at < ? OR (c.updated_at = ? AND c.id < ?))"
         params += [position.get("t"), position.get("t"), position.get("i")]
     found = yield rows(
@@ -164,7 +86,7 @@ def list_conversations(project: str, limit: int, cursor: str | None) -> Operatio
     ]  # fmt: skip
     last = items[-1] if len(found) > limit else None
     next_cursor = (
-        None if last is None else _cursor({"t": last.updated_at, "i": last.conversation_id})
+        None if last is None else cursor_of({"t": last.updated_at, "i": last.conversation_id})
     )
     return Page(items, next_cursor)
 
@@ -185,7 +107,7 @@ def update_conversation(project: str, conversation_id: str, patch: Any, now: flo
             merged[key] = value
     yield run(
         "UPDATE agent_conversations SET metadata = ?, updated_at = ? WHERE project = ? AND id = ?",
-        _json(merged),
+        json_text(merged),
         now,
         project,
         conversation_id,
@@ -213,23 +135,23 @@ def append_messages(
     project: str, conversation_id: str, batch: list[NewMessage], now: float
 ) -> Operation:
     """Append all or nothing; a batch already stored (same content) is returned as stored."""
-    _check_id(conversation_id, "conversationId")
+    check_id(conversation_id, "conversationId")
     if not 1 <= len(batch) <= MAX_BATCH:
         raise bad_request(f"A batch holds 1 to {MAX_BATCH} messages.")
     ids = [message.message_id or new_id("msg") for message in batch]
     for message_id in ids:
-        _check_id(message_id, "messageId")
+        check_id(message_id, "messageId")
     if len(set(ids)) != len(ids):
         raise bad_request("The messages of a batch need distinct ids.")
-    metadata = [_check_metadata(message.metadata) for message in batch]
+    metadata = [check_metadata(message.metadata) for message in batch]
     stored = yield rows(
-        f"SELECT {_MESSAGE_COLUMNS} FROM agent_messages WHERE project = ?"
+        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = ?"
         f" AND id IN ({', '.join('?' for _ in ids)})",
         project,
         *ids,
     )
     if stored:
-        return _replayed(conversation_id, batch, ids, metadata, [_message(row) for row in stored])
+        return _replayed(conversation_id, batch, ids, metadata, [message_of(row) for row in stored])
     yield run(
         "INSERT INTO agent_conversations (project, id, metadata, created_at, updated_at,"
         " next_seq) VALUES (?, ?, '{}', ?, ?, 1) ON CONFLICT DO NOTHING",
@@ -254,7 +176,7 @@ def append_messages(
     ]  # fmt: skip
     for message in appended:
         yield run(
-            f"INSERT INTO agent_messages (project, {_MESSAGE_COLUMNS})"
+            f"INSERT INTO agent_messages (project, {MESSAGE_COLUMNS})"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             project,
             message.message_id,
@@ -262,8 +184,8 @@ def append_messages(
             message.seq,
             message.role,
             message.type,
-            _json(message.payload),
-            _json(message.metadata),
+            json_text(message.payload),
+            json_text(message.metadata),
             now,
             now,
         )
@@ -293,11 +215,11 @@ def _replayed(
 
 def get_message(project: str, message_id: str) -> Operation:
     found = yield rows(
-        f"SELECT {_MESSAGE_COLUMNS} FROM agent_messages WHERE project = ? AND id = ?",
+        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = ? AND id = ?",
         project,
         message_id,
     )
-    return _message(found[0]) if found else None
+    return message_of(found[0]) if found else None
 
 
 def list_messages(
@@ -316,11 +238,11 @@ def list_messages(
         upper = int(top[0][0]) - 1  # appends after this read never enter the pages
         after = 0 if order == "asc" else upper + 1
     else:
-        position = _uncursor(cursor)
+        position = position_of(cursor)
         upper, after = int(position.get("u", 0)), int(position.get("a", 0))
     compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
     found = yield rows(
-        f"SELECT {_MESSAGE_COLUMNS} FROM agent_messages WHERE project = ?"
+        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = ?"
         f" AND conversation_id = ? AND seq {compare} ? AND seq <= ?"
         f" ORDER BY seq {direction} LIMIT ?",
         project,
@@ -329,9 +251,9 @@ def list_messages(
         upper,
         limit + 1,
     )
-    items = [_message(row) for row in found[:limit]]
+    items = [message_of(row) for row in found[:limit]]
     more = len(found) > limit
-    return Page(items, _cursor({"a": items[-1].seq, "u": upper}) if more else None)
+    return Page(items, cursor_of({"a": items[-1].seq, "u": upper}) if more else None)
 
 
 _UPDATABLE = ("role", "type", "payload", "metadata")
@@ -342,11 +264,11 @@ def update_message(project: str, message_id: str, fields: dict[str, Any], now: f
     if not given or len(given) != len(fields):
         raise bad_request(f"Give at least one of {', '.join(_UPDATABLE)} (and nothing else).")
     if "metadata" in given:
-        given["metadata"] = _check_metadata(given["metadata"])
+        given["metadata"] = check_metadata(given["metadata"])
     current = yield from get_message(project, message_id)
     if current is None:
         raise not_found(f"Message '{message_id}'")
-    values = {key: _json(value) if key in ("payload", "metadata") else value
+    values = {key: json_text(value) if key in ("payload", "metadata") else value
               for key, value in given.items()}  # fmt: skip
     assignments = ", ".join(f"{key} = ?" for key in values)
     yield run(
@@ -378,60 +300,3 @@ def clear_messages(project: str, conversation_id: str, now: float) -> Operation:
             conversation_id,
         )
     return None
-
-
-# -- state and session bindings -------------------------------------------------------
-
-
-def state_get(project: str, conversation_id: str, key: str) -> Operation:
-    found = yield rows(
-        "SELECT value FROM agent_state WHERE project = ? AND conversation_id = ? AND key = ?",
-        project,
-        conversation_id,
-        key,
-    )
-    return json.loads(found[0][0]) if found else None
-
-
-def state_set(project: str, conversation_id: str, key: str, value: Any) -> Operation:
-    yield run(
-        "INSERT INTO agent_state (project, conversation_id, key, value) VALUES (?, ?, ?, ?)"
-        " ON CONFLICT (project, conversation_id, key) DO UPDATE SET value = excluded.value",
-        project,
-        conversation_id,
-        key,
-        _json(value),
-    )
-    return None
-
-
-def state_delete(project: str, conversation_id: str, key: str) -> Operation:
-    yield run(
-        "DELETE FROM agent_state WHERE project = ? AND conversation_id = ? AND key = ?",
-        project,
-        conversation_id,
-        key,
-    )
-    return None
-
-
-def session_binding(project: str, conversation_id: str) -> Operation:
-    """A stable UUID session id for ``conversation_id`` (a UUID is its own)."""
-    _check_id(conversation_id, "conversationId")
-    try:
-        return str(uuid.UUID(conversation_id))
-    except ValueError:
-        pass
-    yield run(
-        "INSERT INTO agent_bindings (project, conversation_id, session_id) VALUES (?, ?, ?)"
-        " ON CONFLICT DO NOTHING",
-        project,
-        conversation_id,
-        str(uuid.uuid4()),
-    )
-    found = yield rows(
-        "SELECT session_id FROM agent_bindings WHERE project = ? AND conversation_id = ?",
-        project,
-        conversation_id,
-    )
-    return str(found[0][0])

@@ -9,10 +9,11 @@ from typing import Any, Protocol
 
 from ..errors import SessionError, StoreUnavailable
 from . import operations as ops
+from . import sql, state
 from .errors import StoreError
 from .models import Conversation, Message, NewMessage, Page
 
-OperationFactory = Callable[[], ops.Operation]
+OperationFactory = Callable[[], sql.Operation]
 
 
 class Runner(Protocol):
@@ -21,7 +22,7 @@ class Runner(Protocol):
     async def __call__(self, operation: OperationFactory, *, write: bool) -> Any: ...
 
 
-def drive(conn: sqlite3.Connection, operation: ops.Operation) -> Any:
+def drive(conn: sqlite3.Connection, operation: sql.Operation) -> Any:
     """Run ``operation`` on a SQLite connection (the caller holds the transaction)."""
     try:
         statement = next(operation)
@@ -33,7 +34,7 @@ def drive(conn: sqlite3.Connection, operation: ops.Operation) -> Any:
         return done.value
 
 
-async def drive_async(conn: Any, operation: ops.Operation) -> Any:
+async def drive_async(conn: Any, operation: sql.Operation) -> Any:
     """Run ``operation`` on a psycopg connection (the caller holds the transaction)."""
     try:
         statement = next(operation)
@@ -64,7 +65,7 @@ class MemoryRunner:
 
     def __init__(self) -> None:
         self._conn = sqlite3.connect(":memory:", isolation_level=None)
-        for statement in ops.SCHEMA:
+        for statement in sql.SCHEMA:
             self._conn.execute(statement.format(real="REAL"))
 
     async def __call__(self, operation: OperationFactory, *, write: bool) -> Any:
@@ -184,19 +185,19 @@ class AgentStore:
 
     async def state_get(self, conversation_id: str, key: str) -> Any:
         return await self._run(
-            lambda: ops.state_get(self.project, conversation_id, key), write=False
+            lambda: state.state_get(self.project, conversation_id, key), write=False
         )
 
     async def state_set(self, conversation_id: str, key: str, value: Any) -> None:
         await self._run(
-            lambda: ops.state_set(self.project, conversation_id, key, value), write=True
+            lambda: state.state_set(self.project, conversation_id, key, value), write=True
         )
 
     async def state_delete(self, conversation_id: str, key: str) -> None:
-        await self._run(lambda: ops.state_delete(self.project, conversation_id, key), write=True)
+        await self._run(lambda: state.state_delete(self.project, conversation_id, key), write=True)
 
     async def claude_session_binding(self, conversation_id: str) -> str:
         result: str = await self._run(
-            lambda: ops.session_binding(self.project, conversation_id), write=True
+            lambda: state.session_binding(self.project, conversation_id), write=True
         )
         return result
