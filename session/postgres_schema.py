@@ -6,7 +6,9 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
+from .agent_store.calls import SCHEMA as ADAPTER_SCHEMA
 from .agent_store.sql import SCHEMA as AGENT_SCHEMA
+from .agent_store.sql import ddl
 
 # Arbitrary constant naming the advisory lock that serialises migrations across instances.
 MIGRATION_LOCK = 0x6A7E_5E55
@@ -89,7 +91,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX response_events_created ON response_events (created_at);
     """,
     "CREATE TABLE gateway_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    ";\n".join(statement.format(real="DOUBLE PRECISION") for statement in AGENT_SCHEMA),
+    ";\n".join(ddl(statement, postgres=True) for statement in AGENT_SCHEMA),
+    ";\n".join(ddl(statement, postgres=True) for statement in ADAPTER_SCHEMA),
 ]
 
 

@@ -6,7 +6,9 @@ from collections.abc import Callable
 
 import sqlite_utils
 
+from .agent_store.calls import SCHEMA as ADAPTER_SCHEMA
 from .agent_store.sql import SCHEMA as AGENT_SCHEMA
+from .agent_store.sql import ddl
 
 
 def _v1_responses(db: sqlite_utils.Database) -> None:
@@ -117,6 +119,11 @@ def _v8_agent_store(db: sqlite_utils.Database) -> None:
         db.execute(statement.format(real="REAL"))
 
 
+def _v9_framework_adapters(db: sqlite_utils.Database) -> None:
+    for statement in ADAPTER_SCHEMA:
+        db.execute(ddl(statement, postgres=False))
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_responses,
     _v2_conversations,
@@ -126,6 +133,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v6_response_events,
     _v7_secrets,
     _v8_agent_store,
+    _v9_framework_adapters,
 ]
 
 

@@ -110,6 +110,11 @@ async def append_messages(request: Request) -> Response:
     return JSONResponse({"items": [message.to_json() for message in appended]}, status_code=201)
 
 
+async def pop_message(request: Request) -> Response:
+    popped = await agent(request).pop_message(path_id(request))
+    return JSONResponse({"message": None if popped is None else popped.to_json()})
+
+
 async def list_messages(request: Request) -> Response:
     order = request.query_params.get("order", "asc")
     page = await agent(request).list_messages(
@@ -170,6 +175,11 @@ async def claude_binding(request: Request) -> Response:
     return JSONResponse({"sessionId": session_id})
 
 
+async def call(request: Request) -> Response:
+    result = await agent(request).call(path_id(request, "name"), await body_of(request))
+    return JSONResponse({"result": result})
+
+
 routes = [
     Route(f"{PREFIX}/conversations", create_conversation, methods=["POST"]),
     Route(f"{PREFIX}/conversations", list_conversations, methods=["GET"]),
@@ -178,6 +188,7 @@ routes = [
     Route(f"{PREFIX}/conversations/{{id}}", delete_conversation, methods=["DELETE"]),
     Route(f"{PREFIX}/conversations/{{id}}/messages", append_messages, methods=["POST"]),
     Route(f"{PREFIX}/conversations/{{id}}/messages", list_messages, methods=["GET"]),
+    Route(f"{PREFIX}/conversations/{{id}}/pop", pop_message, methods=["POST"]),
     Route(f"{PREFIX}/conversations/{{id}}/clear", clear_messages, methods=["POST"]),
     Route(f"{PREFIX}/conversations/{{id}}/state/{{key}}", get_state, methods=["GET"]),
     Route(f"{PREFIX}/conversations/{{id}}/state/{{key}}", put_state, methods=["PUT"]),
@@ -186,4 +197,5 @@ routes = [
     Route(f"{PREFIX}/messages/{{message_id}}", update_message, methods=["PATCH"]),
     Route(f"{PREFIX}/messages/{{message_id}}", delete_message, methods=["DELETE"]),
     Route(f"{PREFIX}/claude-bindings", claude_binding, methods=["POST"]),
+    Route(f"{PREFIX}/calls/{{name}}", call, methods=["POST"]),
 ]

@@ -286,6 +286,30 @@ def delete_message(project: str, message_id: str) -> Operation:
     return None
 
 
+def pop_message(project: str, conversation_id: str, now: float) -> Operation:
+    """Remove and return the conversation's latest message (``None`` if it has none)."""
+    # Touching the conversation first takes its row lock: concurrent pops take turns.
+    touched = yield run(
+        "UPDATE agent_conversations SET updated_at = ? WHERE project = ? AND id = ?",
+        now,
+        project,
+        conversation_id,
+    )
+    if not touched:
+        return None
+    found = yield rows(
+        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = ?"
+        " AND conversation_id = ? ORDER BY seq DESC LIMIT 1",
+        project,
+        conversation_id,
+    )
+    if not found:
+        return None
+    message = message_of(found[0])
+    yield from delete_message(project, message.message_id)
+    return message
+
+
 def clear_messages(project: str, conversation_id: str, now: float) -> Operation:
     deleted = yield run(
         "DELETE FROM agent_messages WHERE project = ? AND conversation_id = ?",

@@ -8,12 +8,14 @@ write that is not idempotent (a create, an append without ids) is sent once.
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
+from .calls import is_retried
 from .errors import STATUS, StoreError
 from .models import Conversation, Message, NewMessage, Page
 
@@ -57,40 +59,63 @@ def _segment(value: str) -> str:
 class RemoteAgentStore:
     """An :class:`AgentStore` on another machine: ``connect(base_url, api_key=...)``."""
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
+    def __init__(self, client: httpx.AsyncClient, sync_client: httpx.Client | None = None) -> None:
         self._client = client
+        self._sync_client = sync_client
 
     @classmethod
     def connect(cls, base_url: str, *, api_key: str | None = None) -> RemoteAgentStore:
-        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-        client = httpx.AsyncClient(
-            base_url=base_url.rstrip("/") + "/v1/store", headers=headers, timeout=30
-        )
-        return cls(client)
+        options: dict[str, Any] = {
+            "base_url": base_url.rstrip("/") + "/v1/store",
+            "headers": {"authorization": f"Bearer {api_key}"} if api_key else {},
+            "timeout": 30,
+        }
+        return cls(httpx.AsyncClient(**options), httpx.Client(**options))
 
     async def close(self) -> None:
         await self._client.aclose()
+        if self._sync_client is not None:
+            self._sync_client.close()
+
+    async def call(self, name: str, args: dict[str, Any]) -> Any:
+        """Run the framework adapters' operation ``name`` (see :mod:`.calls`) remotely."""
+        path = f"/calls/{_segment(name)}"
+        data = await self._call("POST", path, retry=is_retried(name), json=args)
+        return data["result"]
+
+    def call_sync(self, name: str, args: dict[str, Any]) -> Any:
+        """:meth:`call` for code without an event loop (LangGraph's synchronous methods)."""
+        if self._sync_client is None:
+            raise RuntimeError("This client was made without a synchronous connection.")
+        attempts = RETRIES if is_retried(name) else 1
+        for attempt in range(attempts):
+            try:
+                response = self._sync_client.post(f"/calls/{_segment(name)}", json=args)
+            except httpx.HTTPError as error:
+                failure = _transport_error(error)
+            else:
+                failure = _failure_of(response)
+                if failure is None:
+                    return response.json()["result"]
+            if attempt + 1 < attempts:
+                time.sleep(BACKOFF_SECONDS * 2**attempt)
+        raise failure
 
     async def _call(
         self, method: str, path: str, *, retry: bool, json: Any = None, **params: Any
     ) -> Any:
         query = {key: value for key, value in params.items() if value is not None}
-        for attempt in range(RETRIES if retry else 1):
+        attempts = RETRIES if retry else 1
+        for attempt in range(attempts):
             try:
                 response = await self._client.request(method, path, json=json, params=query)
-            except httpx.TimeoutException as error:
-                failure = StoreError("TimeoutError", str(error) or "timed out", error=repr(error))
-            except httpx.TransportError as error:
-                failure = StoreError(
-                    "NetworkError", str(error) or "network error", error=repr(error)
-                )
+            except httpx.HTTPError as error:
+                failure = _transport_error(error)
             else:
-                if response.status_code < 400:
+                failure = _failure_of(response)
+                if failure is None:
                     return None if response.status_code == 204 else response.json()
-                failure = _error_of(response)
-                if response.status_code not in (429, 502, 503, 504):
-                    raise failure
-            if attempt + 1 < (RETRIES if retry else 1):
+            if attempt + 1 < attempts:
                 await asyncio.sleep(BACKOFF_SECONDS * 2**attempt)
         raise failure
 
@@ -187,6 +212,11 @@ class RemoteAgentStore:
     async def delete_message(self, message_id: str) -> None:
         await self._call("DELETE", f"/messages/{_segment(message_id)}", retry=True)
 
+    async def pop_message(self, conversation_id: str) -> Message | None:
+        path = f"/conversations/{_segment(conversation_id)}/pop"
+        data = await self._call("POST", path, retry=False)  # a retried pop could pop twice
+        return None if data["message"] is None else message_from_json(data["message"])
+
     async def clear_messages(self, conversation_id: str) -> None:
         path = f"/conversations/{_segment(conversation_id)}/clear"
         await self._call("POST", path, retry=True)
@@ -213,6 +243,22 @@ class RemoteAgentStore:
         data = await self._call("POST", "/claude-bindings", retry=True, json=body)
         session_id: str = data["sessionId"]
         return session_id
+
+
+def _transport_error(error: httpx.HTTPError) -> StoreError:
+    if isinstance(error, httpx.TimeoutException):
+        return StoreError("TimeoutError", str(error) or "timed out", error=repr(error))
+    return StoreError("NetworkError", str(error) or "network error", error=repr(error))
+
+
+def _failure_of(response: httpx.Response) -> StoreError | None:
+    """``None`` for a success; the error to retry (429, 502 to 504); else raise it."""
+    if response.status_code < 400:
+        return None
+    failure = _error_of(response)
+    if response.status_code not in (429, 502, 503, 504):
+        raise failure
+    return failure
 
 
 def _error_of(response: httpx.Response) -> StoreError:

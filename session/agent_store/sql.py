@@ -45,6 +45,14 @@ SCHEMA = [
 ]
 
 
+def ddl(statement: str, *, postgres: bool) -> str:
+    """A schema statement for one database: ``{real}`` is a timestamp's type, ``{text}`` text
+    that sorts bytewise."""
+    if postgres:
+        return statement.format(real="DOUBLE PRECISION", text='TEXT COLLATE "C"')
+    return statement.format(real="REAL", text="TEXT")
+
+
 def rows(sql: str, *params: Any) -> Statement:
     return sql, params, True
 

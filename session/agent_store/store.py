@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..errors import SessionError, StoreUnavailable
+from . import calls, sql, state
 from . import operations as ops
-from . import sql, state
 from .errors import StoreError
 from .models import Conversation, Message, NewMessage, Page
 
@@ -65,8 +65,8 @@ class MemoryRunner:
 
     def __init__(self) -> None:
         self._conn = sqlite3.connect(":memory:", isolation_level=None)
-        for statement in sql.SCHEMA:
-            self._conn.execute(statement.format(real="REAL"))
+        for statement in [*sql.SCHEMA, *calls.SCHEMA]:
+            self._conn.execute(sql.ddl(statement, postgres=False))
 
     async def __call__(self, operation: OperationFactory, *, write: bool) -> Any:
         self._conn.execute("BEGIN")
@@ -179,6 +179,14 @@ class AgentStore:
     async def delete_message(self, message_id: str) -> None:
         await self._run(lambda: ops.delete_message(self.project, message_id), write=True)
 
+    async def pop_message(self, conversation_id: str) -> Message | None:
+        """Remove and return the latest message of a conversation, atomically."""
+        now = time.time()
+        result: Message | None = await self._run(
+            lambda: ops.pop_message(self.project, conversation_id, now), write=True
+        )
+        return result
+
     async def clear_messages(self, conversation_id: str) -> None:
         now = time.time()
         await self._run(lambda: ops.clear_messages(self.project, conversation_id, now), write=True)
@@ -195,6 +203,11 @@ class AgentStore:
 
     async def state_delete(self, conversation_id: str, key: str) -> None:
         await self._run(lambda: state.state_delete(self.project, conversation_id, key), write=True)
+
+    async def call(self, name: str, args: dict[str, Any]) -> Any:
+        """Run the framework adapters' operation ``name`` (see :mod:`.calls`)."""
+        factory, write = calls.operation(self.project, name, args)
+        return await self._run(factory, write=write)
 
     async def claude_session_binding(self, conversation_id: str) -> str:
         result: str = await self._run(

@@ -1,0 +1,112 @@
+"""The Claude Agent SDK's ``SessionStore`` on the gateway's store.
+
+    store = ClaudeSessionStore.connect("http://127.0.0.1:8080", api_key="sk-gw-...")
+    options = ClaudeAgentOptions(session_store=store)
+
+Entries keep their append order per key and are deduplicated by ``uuid`` (a retried batch is
+stored once); ``mtime`` is the store's clock in Unix milliseconds; deleting a main transcript
+deletes its subagents' transcripts; a subpath with ``.``/``..`` segments or an absolute one is
+refused. Each main transcript keeps the SDK's folded summary, so listing sessions needs no
+transcript reads.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from claude_agent_sdk import fold_session_summary
+from claude_agent_sdk.types import (
+    SessionKey,
+    SessionListSubkeysKey,
+    SessionStore,
+    SessionStoreEntry,
+    SessionStoreListEntry,
+    SessionSummaryEntry,
+)
+
+from ..agent_store.claude_ops import check_subpath
+from ..store import SessionStore as Backing
+from .backend import Backend
+
+SUMMARY_ATTEMPTS = 10
+
+
+def _key(key: SessionKey | SessionListSubkeysKey) -> dict[str, Any]:
+    plain: dict[str, Any] = {"project_key": key["project_key"], "session_id": key["session_id"]}
+    subpath = key.get("subpath")
+    if subpath is not None:
+        plain["subpath"] = check_subpath(subpath)
+    return plain
+
+
+class ClaudeSessionStore(SessionStore):
+    """``connect(base_url, ...)`` through a gateway, or ``from_store(store, ...)`` in process."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+
+    @classmethod
+    def connect(
+        cls, base_url: str, *, api_key: str | None = None, namespace: str = ""
+    ) -> ClaudeSessionStore:
+        return cls(Backend.remote(base_url, api_key, namespace))
+
+    @classmethod
+    def from_store(
+        cls, store: Backing, *, project: str = "default", namespace: str = ""
+    ) -> ClaudeSessionStore:
+        return cls(Backend.local(store, project, namespace))
+
+    async def close(self) -> None:
+        await self._backend.aclose()
+
+    async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
+        if not entries:
+            return
+        plain = _key(key)
+        # One JSON round trip: what is stored is what ``load`` returns, in process too.
+        batch = json.loads(json.dumps(entries))
+        await self._backend.call("claude.append", key=plain, entries=batch)
+        if "subpath" not in plain:
+            await self._fold_summary(key, plain, batch)
+
+    async def _fold_summary(
+        self, key: SessionKey, plain: dict[str, Any], batch: list[SessionStoreEntry]
+    ) -> None:
+        """Fold ``batch`` into the stored summary; a concurrent writer's fold is redone."""
+        for _ in range(SUMMARY_ATTEMPTS):
+            current = await self._backend.call("claude.summary", key=plain)
+            if current["version"] < 0:
+                return  # deleted meanwhile
+            folded = fold_session_summary(current["summary"], key, batch)
+            stored = await self._backend.call(
+                "claude.put_summary", key=plain, value=folded, version=current["version"]
+            )
+            if stored:
+                return
+
+    async def load(self, key: SessionKey) -> list[SessionStoreEntry] | None:
+        loaded: list[SessionStoreEntry] | None = await self._backend.call(
+            "claude.load", key=_key(key)
+        )
+        return loaded
+
+    async def list_sessions(self, project_key: str) -> list[SessionStoreListEntry]:
+        listed: list[SessionStoreListEntry] = await self._backend.call(
+            "claude.list_sessions", project_key=project_key
+        )
+        return listed
+
+    async def list_session_summaries(self, project_key: str) -> list[SessionSummaryEntry]:
+        listed: list[SessionSummaryEntry] = await self._backend.call(
+            "claude.list_summaries", project_key=project_key
+        )
+        return listed
+
+    async def delete(self, key: SessionKey) -> None:
+        await self._backend.call("claude.delete", key=_key(key))
+
+    async def list_subkeys(self, key: SessionListSubkeysKey) -> list[str]:
+        listed: list[str] = await self._backend.call("claude.list_subkeys", key=_key(key))
+        return listed

@@ -1,0 +1,190 @@
+"""LangGraph long-term memory items (``BaseStore``): JSON objects under a namespace path and
+a key, read and written in batches that run in one transaction.
+
+A batch's reads see the store as it was before the batch; its puts then apply in order, the
+last put of a (namespace, key) winning, as LangGraph's ``InMemoryStore`` does. Searches list
+items oldest first.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .errors import bad_request
+from .sql import Operation, json_text, rows, run
+
+SCHEMA = [
+    """CREATE TABLE lg_items (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, path {text} NOT NULL,
+        key {text} NOT NULL, value TEXT NOT NULL, created_at {real} NOT NULL,
+        updated_at {real} NOT NULL, PRIMARY KEY (project, namespace, path, key))""",
+]
+
+ITEM = "project = ? AND namespace = ? AND path = ? AND key = ?"
+OPERATORS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
+
+
+def _path(value: Any, name: str = "namespace") -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(label, str) for label in value):
+        raise bad_request(f"{name} is a list of strings.")
+    return value
+
+
+def _item(row: tuple[Any, ...]) -> dict[str, Any]:
+    path, key, value, created_at, updated_at = row
+    return {
+        "namespace": json.loads(path),
+        "key": key,
+        "value": json.loads(value),
+        "created_at": float(created_at),
+        "updated_at": float(updated_at),
+    }
+
+
+def _compare(value: Any, wanted: Any) -> bool:
+    """JSONB-like containment with ``$eq``/``$ne``/``$gt``/… operators (as ``InMemoryStore``)."""
+    if isinstance(wanted, dict):
+        if any(name.startswith("$") for name in wanted):
+            return all(_operator(value, name, operand) for name, operand in wanted.items())
+        return isinstance(value, dict) and all(
+            _compare(value.get(name), part) for name, part in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return (
+            isinstance(value, list)
+            and len(value) == len(wanted)
+            and all(_compare(v, w) for v, w in zip(value, wanted, strict=True))
+        )
+    return bool(value == wanted)
+
+
+def _operator(value: Any, name: str, operand: Any) -> bool:
+    if name not in OPERATORS:
+        raise bad_request(f"Unsupported filter operator {name}.")
+    if name == "$eq":
+        return bool(value == operand)
+    if name == "$ne":
+        return bool(value != operand)
+    try:
+        left, right = float(value), float(operand)
+    except (TypeError, ValueError):
+        return False
+    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right}.get(
+        name, left <= right
+    )
+
+
+def _search(project: str, namespace: str, op: dict[str, Any]) -> Operation:
+    prefix = json_text(_path(op.get("namespace_prefix"), "namespace_prefix"))
+    wanted, limit, offset = op.get("filter") or {}, op.get("limit", 10), op.get("offset", 0)
+    if not isinstance(wanted, dict):
+        raise bad_request("filter is an object.")
+    if not isinstance(limit, int) or not isinstance(offset, int):
+        raise bad_request("limit and offset are integers.")
+    clause, params = "", []
+    if prefix != "[]":
+        opening = prefix[:-1] + ","  # '["a"' + ',': the paths below ["a"]
+        clause = " AND (path = ? OR substr(path, 1, ?) = ?)"
+        params = [prefix, len(opening), opening]
+    found = yield rows(
+        "SELECT path, key, value, created_at, updated_at FROM lg_items"
+        f" WHERE project = ? AND namespace = ?{clause} ORDER BY created_at, path, key",
+        project,
+        namespace,
+        *params,
+    )
+    items = [_item(row) for row in found]
+    if wanted:
+        items = [item for item in items if _compare(item["value"], wanted)]
+    return items[offset : offset + limit]
+
+
+def _matches(path: list[str], condition: Any) -> bool:
+    if not isinstance(condition, dict) or condition.get("match_type") not in ("prefix", "suffix"):
+        raise bad_request("A match condition is {match_type: prefix|suffix, path: [...]}.")
+    wanted = _path(condition.get("path"), "path")
+    if len(path) < len(wanted):
+        return False
+    if condition["match_type"] == "suffix":
+        path, wanted = path[::-1], wanted[::-1]
+    pairs = zip(path, wanted, strict=False)
+    return all(want in ("*", label) for label, want in pairs)
+
+
+def _namespaces(project: str, namespace: str, op: dict[str, Any]) -> Operation:
+    conditions, depth = op.get("match_conditions") or [], op.get("max_depth")
+    limit, offset = op.get("limit", 100), op.get("offset", 0)
+    if not isinstance(conditions, list) or (depth is not None and not isinstance(depth, int)):
+        raise bad_request("match_conditions is a list and max_depth an integer.")
+    if not isinstance(limit, int) or not isinstance(offset, int):
+        raise bad_request("limit and offset are integers.")
+    found = yield rows(
+        "SELECT DISTINCT path FROM lg_items WHERE project = ? AND namespace = ?",
+        project,
+        namespace,
+    )
+    paths = [json.loads(row[0]) for row in found]
+    kept = {
+        tuple(path if depth is None else path[:depth])
+        for path in paths
+        if all(_matches(path, condition) for condition in conditions)
+    }
+    return [list(path) for path in sorted(kept)][offset : offset + limit]
+
+
+def _get(project: str, namespace: str, op: dict[str, Any]) -> Operation:
+    found = yield rows(
+        f"SELECT path, key, value, created_at, updated_at FROM lg_items WHERE {ITEM}",
+        project,
+        namespace,
+        json_text(_path(op.get("namespace"))),
+        op.get("key"),
+    )
+    return _item(found[0]) if found else None
+
+
+def _put(project: str, namespace: str, op: dict[str, Any], now: float) -> Operation:
+    where = (project, namespace, json_text(_path(op.get("namespace"))), op["key"])
+    value = op.get("value")
+    if value is None:
+        yield run(f"DELETE FROM lg_items WHERE {ITEM}", *where)
+        return None
+    if not isinstance(value, dict):
+        raise bad_request("A put's value is an object, or null to delete.")
+    yield run(
+        "INSERT INTO lg_items (project, namespace, path, key, value, created_at, updated_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project, namespace, path, key)"
+        " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        *where,
+        json_text(value),
+        now,
+        now,
+    )
+    return None
+
+
+def batch(project: str, namespace: str, ops: list[Any], now: float) -> Operation:
+    """Run ``ops`` (``{"op": "get"|"search"|"list_namespaces"|"put", ...}``); one result each."""
+    if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
+        raise bad_request("ops is a list of objects.")
+    results: list[Any] = []
+    puts: dict[tuple[str, str], dict[str, Any]] = {}
+    for op in ops:
+        kind = op.get("op")
+        if kind in ("get", "put") and not isinstance(op.get("key"), str):
+            raise bad_request("key is a string.")
+        if kind == "get":
+            results.append((yield from _get(project, namespace, op)))
+        elif kind == "search":
+            results.append((yield from _search(project, namespace, op)))
+        elif kind == "list_namespaces":
+            results.append((yield from _namespaces(project, namespace, op)))
+        elif kind == "put":
+            puts[(json_text(_path(op.get("namespace"))), op["key"])] = op
+            results.append(None)
+        else:
+            raise bad_request(f"Unknown store operation {kind!r}.")
+    for op in puts.values():
+        yield from _put(project, namespace, op, now)
+    return results

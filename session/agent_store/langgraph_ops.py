@@ -1,0 +1,288 @@
+"""LangGraph checkpoints, their pending writes, and long-term memory items, as operations.
+
+Serialised values arrive already encoded by LangGraph's serializer (``[type, base64]``) and
+are stored as given; only checkpoint metadata is read here, as plain JSON, to filter lists.
+Checkpoint ids sort bytewise (``{text}`` is a binary collation on PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .errors import bad_request
+from .sql import Operation, json_text, rows, run
+
+SCHEMA = [
+    """CREATE TABLE lg_checkpoints (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, thread_id {text} NOT NULL,
+        checkpoint_ns {text} NOT NULL, checkpoint_id {text} NOT NULL, parent_id TEXT,
+        run_id TEXT, checkpoint TEXT NOT NULL, metadata TEXT NOT NULL, filter TEXT NOT NULL,
+        PRIMARY KEY (project, namespace, thread_id, checkpoint_ns, checkpoint_id))""",
+    "CREATE INDEX lg_checkpoints_run ON lg_checkpoints (project, namespace, run_id)",
+    """CREATE TABLE lg_writes (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, thread_id TEXT NOT NULL,
+        checkpoint_ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL,
+        idx BIGINT NOT NULL, channel TEXT NOT NULL, task_path TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (project, namespace, thread_id, checkpoint_ns, checkpoint_id, task_id, idx))""",
+]
+
+THREAD = "project = ? AND namespace = ? AND thread_id = ?"
+CHECKPOINT = f"{THREAD} AND checkpoint_ns = ? AND checkpoint_id = ?"
+COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata"
+
+
+def _text(value: Any, name: str, *, empty: bool = False) -> str:
+    if not isinstance(value, str) or (not value and not empty):
+        raise bad_request(f"{name} is a {'' if empty else 'non-empty '}string.")
+    return value
+
+
+def put(project: str, namespace: str, checkpoint: dict[str, Any]) -> Operation:
+    """Store one checkpoint (again: the later one wins)."""
+    c = checkpoint if isinstance(checkpoint, dict) else {}
+    values = (
+        _text(c.get("thread_id"), "thread_id"),
+        _text(c.get("checkpoint_ns"), "checkpoint_ns", empty=True),
+        _text(c.get("checkpoint_id"), "checkpoint_id"),
+        c.get("parent_id") if isinstance(c.get("parent_id"), str) else None,
+        c.get("run_id") if isinstance(c.get("run_id"), str) else None,
+        json_text(c.get("checkpoint")),
+        json_text(c.get("metadata")),
+        json_text(c.get("filter") if isinstance(c.get("filter"), dict) else {}),
+    )
+    yield run(
+        "INSERT INTO lg_checkpoints (project, namespace, thread_id, checkpoint_ns,"
+        " checkpoint_id, parent_id, run_id, checkpoint, metadata, filter)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (project, namespace, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE"
+        " SET parent_id = excluded.parent_id, run_id = excluded.run_id,"
+        " checkpoint = excluded.checkpoint, metadata = excluded.metadata,"
+        " filter = excluded.filter",
+        project,
+        namespace,
+        *values,
+    )
+    return None
+
+
+def put_writes(
+    project: str,
+    namespace: str,
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    task_id: str,
+    task_path: str,
+    writes: list[Any],
+) -> Operation:
+    """Store ``[idx, channel, value]`` writes: a special write (idx < 0) replaces, others
+    are kept as first stored."""
+    where = (
+        project,
+        namespace,
+        _text(thread_id, "thread_id"),
+        _text(checkpoint_ns, "checkpoint_ns", empty=True),
+        _text(checkpoint_id, "checkpoint_id"),
+    )
+    if not isinstance(writes, list) or not all(
+        isinstance(w, list) and len(w) == 3 and isinstance(w[0], int) and isinstance(w[1], str)
+        for w in writes
+    ):
+        raise bad_request("writes is a list of [idx, channel, value].")
+    for idx, channel, value in writes:
+        conflict = (
+            "DO UPDATE SET channel = excluded.channel, value = excluded.value,"
+            " task_path = excluded.task_path"
+            if idx < 0
+            else "DO NOTHING"
+        )
+        yield run(
+            "INSERT INTO lg_writes (project, namespace, thread_id, checkpoint_ns, checkpoint_id,"
+            " task_id, idx, channel, task_path, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (project, namespace, thread_id, checkpoint_ns, checkpoint_id,"
+            f" task_id, idx) {conflict}",
+            *where,
+            _text(task_id, "task_id"),
+            idx,
+            channel,
+            _text(task_path, "task_path", empty=True),
+            json_text(value),
+        )
+    return None
+
+
+def _tuples(project: str, namespace: str, found: list[tuple[Any, ...]]) -> Operation:
+    """Checkpoint rows with their pending writes, as JSON objects."""
+    result = []
+    for thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata in found:
+        writes = yield rows(
+            f"SELECT task_id, idx, channel, task_path, value FROM lg_writes WHERE {CHECKPOINT}",
+            project,
+            namespace,
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+        )
+        result.append(
+            {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint_id,
+                "parent_id": parent_id,
+                "checkpoint": json.loads(checkpoint),
+                "metadata": json.loads(metadata),
+                "writes": [[t, int(i), c, p, json.loads(v)] for t, i, c, p, v in writes],
+            }
+        )
+    return result
+
+
+def get(
+    project: str, namespace: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
+) -> Operation:
+    """One checkpoint, or the thread's latest in ``checkpoint_ns``; ``None`` if none."""
+    where = (project, namespace, _text(thread_id, "thread_id"))
+    where += (_text(checkpoint_ns, "checkpoint_ns", empty=True),)
+    if checkpoint_id is None:
+        found = yield rows(
+            f"SELECT {COLUMNS} FROM lg_checkpoints WHERE {THREAD} AND checkpoint_ns = ?"
+            " ORDER BY checkpoint_id DESC LIMIT 1",
+            *where,
+        )
+    else:
+        found = yield rows(
+            f"SELECT {COLUMNS} FROM lg_checkpoints WHERE {CHECKPOINT}",
+            *where,
+            _text(checkpoint_id, "checkpoint_id"),
+        )
+    listed = yield from _tuples(project, namespace, found)
+    return listed[0] if listed else None
+
+
+def _matches(metadata: Any, wanted: dict[str, Any]) -> bool:
+    return isinstance(metadata, dict) and all(
+        metadata.get(name) == value for name, value in wanted.items()
+    )
+
+
+def list_checkpoints(
+    project: str,
+    namespace: str,
+    thread_id: str | None = None,
+    checkpoint_ns: str | None = None,
+    checkpoint_id: str | None = None,
+    before: str | None = None,
+    filter: dict[str, Any] | None = None,
+    limit: int | None = None,
+) -> Operation:
+    """Checkpoints newest first, by thread, namespace, id, ``before`` an id, metadata."""
+    clauses, params = ["project = ?", "namespace = ?"], [project, namespace]
+    for column, value in (
+        ("thread_id", thread_id),
+        ("checkpoint_ns", checkpoint_ns),
+        ("checkpoint_id", checkpoint_id),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(_text(value, column, empty=True))
+    if before is not None:
+        clauses.append("checkpoint_id < ?")
+        params.append(_text(before, "before"))
+    if filter is not None and not isinstance(filter, dict):
+        raise bad_request("filter is an object.")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
+        raise bad_request("limit is an integer.")
+    found = yield rows(
+        f"SELECT {COLUMNS}, filter FROM lg_checkpoints WHERE {' AND '.join(clauses)}"
+        " ORDER BY thread_id, checkpoint_ns, checkpoint_id DESC",
+        *params,
+    )
+    kept = [row[:6] for row in found if not filter or _matches(json.loads(row[6]), filter)]
+    if limit is not None:
+        kept = kept[: max(limit, 0)]
+    return (yield from _tuples(project, namespace, kept))
+
+
+def delete_thread(project: str, namespace: str, thread_id: str) -> Operation:
+    where = (project, namespace, _text(thread_id, "thread_id"))
+    yield run(f"DELETE FROM lg_writes WHERE {THREAD}", *where)
+    yield run(f"DELETE FROM lg_checkpoints WHERE {THREAD}", *where)
+    return None
+
+
+def _strings(values: Any, name: str) -> list[str]:
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise bad_request(f"{name} is a list of strings.")
+    return values
+
+
+def delete_for_runs(project: str, namespace: str, run_ids: list[str]) -> Operation:
+    """Delete every checkpoint made by one of ``run_ids``, with its writes."""
+    for run_id in _strings(run_ids, "run_ids"):
+        found = yield rows(
+            "SELECT thread_id, checkpoint_ns, checkpoint_id FROM lg_checkpoints"
+            " WHERE project = ? AND namespace = ? AND run_id = ?",
+            project,
+            namespace,
+            run_id,
+        )
+        for checkpoint in found:
+            yield run(f"DELETE FROM lg_writes WHERE {CHECKPOINT}", project, namespace, *checkpoint)
+            yield run(
+                f"DELETE FROM lg_checkpoints WHERE {CHECKPOINT}", project, namespace, *checkpoint
+            )
+    return None
+
+
+def copy_thread(project: str, namespace: str, source: str, target: str) -> Operation:
+    """Copy every checkpoint and write of ``source`` to ``target`` (the copy replaces)."""
+    _text(source, "source_thread_id")
+    yield from delete_thread(project, namespace, target)
+    yield run(
+        "INSERT INTO lg_checkpoints (project, namespace, thread_id, checkpoint_ns,"
+        " checkpoint_id, parent_id, run_id, checkpoint, metadata, filter)"
+        " SELECT project, namespace, ?, checkpoint_ns, checkpoint_id, parent_id, run_id,"
+        f" checkpoint, metadata, filter FROM lg_checkpoints WHERE {THREAD}",
+        target,
+        project,
+        namespace,
+        source,
+    )
+    yield run(
+        "INSERT INTO lg_writes (project, namespace, thread_id, checkpoint_ns, checkpoint_id,"
+        " task_id, idx, channel, task_path, value)"
+        " SELECT project, namespace, ?, checkpoint_ns, checkpoint_id, task_id, idx, channel,"
+        f" task_path, value FROM lg_writes WHERE {THREAD}",
+        target,
+        project,
+        namespace,
+        source,
+    )
+    return None
+
+
+def prune(project: str, namespace: str, thread_ids: list[str], strategy: str) -> Operation:
+    """``keep_latest``: only each namespace's newest checkpoint stays; ``delete``: none."""
+    if strategy not in ("keep_latest", "delete"):
+        raise bad_request("strategy is keep_latest or delete.")
+    for thread_id in _strings(thread_ids, "thread_ids"):
+        if strategy == "delete":
+            yield from delete_thread(project, namespace, thread_id)
+            continue
+        where = (project, namespace, thread_id)
+        found = yield rows(
+            "SELECT checkpoint_ns, checkpoint_id FROM lg_checkpoints"
+            f" WHERE {THREAD} ORDER BY checkpoint_ns, checkpoint_id DESC",
+            *where,
+        )
+        latest: set[str] = set()
+        for checkpoint_ns, checkpoint_id in found:
+            if checkpoint_ns not in latest:
+                latest.add(checkpoint_ns)
+                continue
+            checkpoint = (*where, checkpoint_ns, checkpoint_id)
+            yield run(f"DELETE FROM lg_writes WHERE {CHECKPOINT}", *checkpoint)
+            yield run(f"DELETE FROM lg_checkpoints WHERE {CHECKPOINT}", *checkpoint)
+    return None
