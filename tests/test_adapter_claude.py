@@ -92,7 +92,8 @@ async def test_concurrent_writers_to_one_session_are_serialised(target: Target) 
 
     async def write(n: int, store: ClaudeSessionStore) -> None:
         for i in range(10):
-            await store.append(KEY, [{"type": "x", "uuid": f"{n}-{i}", "customTitle": f"{n}"}])
+            entry: Any = {"type": "x", "uuid": f"{n}-{i}", "customTitle": f"{n}"}
+            await store.append(KEY, [entry])
 
     await asyncio.gather(*(write(n, store) for n, store in enumerate(writers)))
     loaded = await writers[0].load(KEY)

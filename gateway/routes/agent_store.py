@@ -180,22 +180,25 @@ async def call(request: Request) -> Response:
     return JSONResponse({"result": result})
 
 
+# Ids may hold "/" (a namespaced session id does): they match as paths, so the routes with
+# a suffix come before the bare ones.
+CONVERSATION = f"{PREFIX}/conversations/{{id:path}}"
 routes = [
     Route(f"{PREFIX}/conversations", create_conversation, methods=["POST"]),
     Route(f"{PREFIX}/conversations", list_conversations, methods=["GET"]),
-    Route(f"{PREFIX}/conversations/{{id}}", get_conversation, methods=["GET"]),
-    Route(f"{PREFIX}/conversations/{{id}}", update_conversation, methods=["PATCH"]),
-    Route(f"{PREFIX}/conversations/{{id}}", delete_conversation, methods=["DELETE"]),
-    Route(f"{PREFIX}/conversations/{{id}}/messages", append_messages, methods=["POST"]),
-    Route(f"{PREFIX}/conversations/{{id}}/messages", list_messages, methods=["GET"]),
-    Route(f"{PREFIX}/conversations/{{id}}/pop", pop_message, methods=["POST"]),
-    Route(f"{PREFIX}/conversations/{{id}}/clear", clear_messages, methods=["POST"]),
-    Route(f"{PREFIX}/conversations/{{id}}/state/{{key}}", get_state, methods=["GET"]),
-    Route(f"{PREFIX}/conversations/{{id}}/state/{{key}}", put_state, methods=["PUT"]),
-    Route(f"{PREFIX}/conversations/{{id}}/state/{{key}}", delete_state, methods=["DELETE"]),
-    Route(f"{PREFIX}/messages/{{message_id}}", get_message, methods=["GET"]),
-    Route(f"{PREFIX}/messages/{{message_id}}", update_message, methods=["PATCH"]),
-    Route(f"{PREFIX}/messages/{{message_id}}", delete_message, methods=["DELETE"]),
+    Route(f"{CONVERSATION}/messages", append_messages, methods=["POST"]),
+    Route(f"{CONVERSATION}/messages", list_messages, methods=["GET"]),
+    Route(f"{CONVERSATION}/pop", pop_message, methods=["POST"]),
+    Route(f"{CONVERSATION}/clear", clear_messages, methods=["POST"]),
+    Route(f"{CONVERSATION}/state/{{key}}", get_state, methods=["GET"]),
+    Route(f"{CONVERSATION}/state/{{key}}", put_state, methods=["PUT"]),
+    Route(f"{CONVERSATION}/state/{{key}}", delete_state, methods=["DELETE"]),
+    Route(CONVERSATION, get_conversation, methods=["GET"]),
+    Route(CONVERSATION, update_conversation, methods=["PATCH"]),
+    Route(CONVERSATION, delete_conversation, methods=["DELETE"]),
+    Route(f"{PREFIX}/messages/{{message_id:path}}", get_message, methods=["GET"]),
+    Route(f"{PREFIX}/messages/{{message_id:path}}", update_message, methods=["PATCH"]),
+    Route(f"{PREFIX}/messages/{{message_id:path}}", delete_message, methods=["DELETE"]),
     Route(f"{PREFIX}/claude-bindings", claude_binding, methods=["POST"]),
     Route(f"{PREFIX}/calls/{{name}}", call, methods=["POST"]),
 ]

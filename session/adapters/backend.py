@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from ..agent_store import AgentStore, RemoteAgentStore
@@ -15,7 +16,10 @@ class Backend:
     def __init__(self, target: AgentStore | RemoteAgentStore, namespace: str = "") -> None:
         self.target = target
         self.namespace = namespace
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the async calls run
+        self._own_loop: asyncio.AbstractEventLoop | None = None  # for sync-only callers
+        self._own_loop_lock = threading.Lock()
+        self._own_thread: threading.Thread | None = None
 
     @classmethod
     def local(cls, store: SessionStore, project: str, namespace: str) -> Backend:
@@ -30,11 +34,12 @@ class Backend:
         return await self.target.call(name, {"namespace": self.namespace, **args})
 
     def call_sync(self, name: str, **args: Any) -> Any:
-        """:meth:`call` from synchronous code.
+        """:meth:`call` from synchronous code, on any thread.
 
         Remotely it uses a synchronous HTTP client. In process it runs on the event loop the
-        adapter's async methods use, when called from another thread, or else on a loop of
-        its own; from inside a running loop it refuses rather than block that loop.
+        async methods use, when called from another thread, or else on one loop thread of
+        the adapter's own (LangGraph calls from several worker threads at once); from inside
+        a running loop it refuses rather than block that loop.
         """
         payload = {"namespace": self.namespace, **args}
         if isinstance(self.target, RemoteAgentStore):
@@ -44,16 +49,37 @@ class Backend:
         except RuntimeError:
             running = None
         loop = self._loop
-        if loop is not None and loop.is_running() and loop is not running:
-            return asyncio.run_coroutine_threadsafe(self.target.call(name, payload), loop).result()
-        if running is not None:
+        if running is not None and (loop is None or loop is running):
             raise RuntimeError(
                 "A synchronous call from inside a running event loop would block it: "
                 "use the async methods (aput, aget_tuple, abatch, ...) there."
             )
-        return asyncio.run(self.target.call(name, payload))
+        if loop is None or not loop.is_running():
+            loop = self._sync_loop()
+        return asyncio.run_coroutine_threadsafe(self.target.call(name, payload), loop).result()
+
+    def _sync_loop(self) -> asyncio.AbstractEventLoop:
+        with self._own_loop_lock:
+            if self._own_loop is None:
+                self._own_loop = asyncio.new_event_loop()
+                self._own_thread = threading.Thread(
+                    target=self._own_loop.run_forever, name="adapter-calls", daemon=True
+                )
+                self._own_thread.start()
+            return self._own_loop
 
     async def aclose(self) -> None:
         """Close a remote connection (an in-process store belongs to its caller)."""
         if isinstance(self.target, RemoteAgentStore):
             await self.target.close()
+        with self._own_loop_lock:
+            loop, thread, self._own_loop, self._own_thread = (
+                self._own_loop,
+                self._own_thread,
+                None,
+                None,
+            )
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            await asyncio.to_thread(thread.join)
+            loop.close()

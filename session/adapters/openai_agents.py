@@ -73,7 +73,7 @@ class StoreSession(SessionABC):
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """All items oldest first, or the latest ``limit`` of them (``0`` gives none)."""
-        if limit is None:
+        if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         if limit is not None and limit == 0:
             return []

@@ -143,8 +143,12 @@ def get(
     project: str, namespace: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
 ) -> Operation:
     """One checkpoint, or the thread's latest in ``checkpoint_ns``; ``None`` if none."""
-    where = (project, namespace, _text(thread_id, "thread_id"))
-    where += (_text(checkpoint_ns, "checkpoint_ns", empty=True),)
+    where = (
+        project,
+        namespace,
+        _text(thread_id, "thread_id"),
+        _text(checkpoint_ns, "checkpoint_ns", empty=True),
+    )
     if checkpoint_id is None:
         found = yield rows(
             f"SELECT {COLUMNS} FROM lg_checkpoints WHERE {THREAD} AND checkpoint_ns = ?"

@@ -94,9 +94,10 @@ class RemoteAgentStore:
             except httpx.HTTPError as error:
                 failure = _transport_error(error)
             else:
-                failure = _failure_of(response)
-                if failure is None:
+                refused = _failure_of(response)
+                if refused is None:
                     return response.json()["result"]
+                failure = refused
             if attempt + 1 < attempts:
                 time.sleep(BACKOFF_SECONDS * 2**attempt)
         raise failure
@@ -112,9 +113,10 @@ class RemoteAgentStore:
             except httpx.HTTPError as error:
                 failure = _transport_error(error)
             else:
-                failure = _failure_of(response)
-                if failure is None:
+                refused = _failure_of(response)
+                if refused is None:
                     return None if response.status_code == 204 else response.json()
+                failure = refused
             if attempt + 1 < attempts:
                 await asyncio.sleep(BACKOFF_SECONDS * 2**attempt)
         raise failure
