@@ -32,6 +32,7 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 JSON = {"content-type": "application/json"}
+TRACEBACK = "Traceback (most recent call" + " last)"
 
 
 class ErrorLog(logging.Handler):
@@ -66,7 +67,9 @@ def client(
 def check(response: httpx.Response, errors: ErrorLog) -> Any:
     """No 5xx, no traceback, OpenAI's error shape; return the decoded body."""
     assert response.status_code < 500, response.text
-    assert "Traceback" not in response.text
+    # Hypothesis draws strings from constants in this project's source, and the echo model
+    # repeats what it is sent: the needle is built, so that no constant holds it whole.
+    assert TRACEBACK not in response.text
     assert not errors.records, [r.getMessage() for r in errors.records]
     if response.is_redirect or response.headers.get("content-type", "").startswith(
         "text/event-stream"
