@@ -96,7 +96,15 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
 
 
 def configure_logging(level: str, log_format: Literal["text", "json"]) -> None:
-    """Send every logger's records, uvicorn's included, to stderr in ``log_format``."""
+    """Send every logger's records, uvicorn's included, to stderr in ``log_format``.
+
+    Records skip what no line prints: the caller's source line, thread and process (the
+    logging module's documented switches; an access line per request pays for each).
+    """
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+    logging._srcfile = None  # no findCaller
     handler = logging.StreamHandler()
     handler.addFilter(RequestIdFilter())
     formatter = JSONFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
