@@ -105,7 +105,10 @@ class ProviderClient:
         """POST ``payload`` within a connection slot; yield the response once it is a success."""
         settings = self.settings
         try:
-            async with asyncio.timeout(settings.pool_timeout_seconds):
+            if self._slots.locked():  # a free slot needs no timer
+                async with asyncio.timeout(settings.pool_timeout_seconds):
+                    await self._slots.acquire()
+            else:
                 await self._slots.acquire()
         except TimeoutError:
             logger.warning(
@@ -173,6 +176,9 @@ class ProviderClient:
 
     async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes:
         limit = self.settings.max_response_bytes
+        length = response.content_length
+        if length is not None and length <= limit:
+            return await response.read()  # a declared length: aiohttp reads no further
         body = bytearray()
         async for chunk in response.content.iter_any():
             body += chunk
