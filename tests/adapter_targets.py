@@ -17,17 +17,20 @@ import yaml
 from bench.storage import throwaway_schema
 from session import MemoryStore, SessionStore, SQLiteStore
 
-from .conftest import POSTGRES_DSN_VARIABLE
 from .servers import start_instance
 
 TARGETS = ["memory", "sqlite", "postgres", "remote-sqlite", "remote-postgres"]
 API_KEY = "sk-adapters-0123456789abcdef"
+POSTGRES_DSN_VARIABLE = "GATEWAY_TEST_POSTGRES_DSN"
 
 
 def postgres_base() -> str:
     base = os.environ.get(POSTGRES_DSN_VARIABLE)
     if not base:
-        pytest.skip(f"PostgreSQL tests need a database: set {POSTGRES_DSN_VARIABLE}")
+        pytest.skip(
+            f"PostgreSQL tests need a database: set {POSTGRES_DSN_VARIABLE}="
+            "postgresql://postgres@127.0.0.1:5432/test (.ci/run does)"
+        )
     return base
 
 
@@ -78,8 +81,8 @@ class Target:
 
 
 async def open_target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Target]:
-    """The body of a test module's ``target`` fixture (remote URLs come from its
-    ``gateway_sqlite`` and ``gateway_postgres`` module fixtures)."""
+    """The body of the ``target`` fixture (remote URLs come from the ``gateway_sqlite`` and
+    ``gateway_postgres`` fixtures, one gateway process per test module)."""
     name: str = request.param  # type: ignore[attr-defined]
     if name.startswith("remote-"):
         target = Target(name, url=request.getfixturevalue(f"gateway_{name[7:]}"))

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import closing
@@ -15,6 +14,13 @@ from bench.storage import throwaway_schema
 from gateway import GatewayConfig, create_app, parse_config
 from session import MemoryStore, SessionStore, SQLiteStore
 
+from .adapter_targets import (
+    TARGETS,
+    Target,
+    gateway_process,
+    open_target,
+    postgres_base,
+)
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream
 from .servers import serve
 
@@ -27,19 +33,10 @@ def anyio_backend() -> str:
 StoreFactory = Callable[..., SessionStore]
 
 
-POSTGRES_DSN_VARIABLE = "GATEWAY_TEST_POSTGRES_DSN"
-
-
 @pytest.fixture
 def postgres_dsn() -> Iterator[str]:
     """A DSN whose search_path is a fresh, empty schema, dropped after the test."""
-    base = os.environ.get(POSTGRES_DSN_VARIABLE)
-    if not base:
-        pytest.skip(
-            f"PostgreSQL tests need a database: set {POSTGRES_DSN_VARIABLE}="
-            "postgresql://postgres@127.0.0.1:5432/test (.ci/run does)"
-        )
-    with throwaway_schema(base) as dsn:
+    with throwaway_schema(postgres_base()) as dsn:
         yield dsn
 
 
@@ -134,3 +131,27 @@ def gateway(fake_upstream: tuple[FakeUpstream, str], tmp_path: Path) -> Iterator
         for client in gateway.clients:
             client.close()
     fake.reset()
+
+
+# -- the framework adapters' targets ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gateway_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A ``gateway serve`` process on SQLite, for one test module."""
+    with gateway_process("sqlite", tmp_path_factory.mktemp("gateway-sqlite")) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def gateway_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A ``gateway serve`` process on PostgreSQL (a throwaway schema), for one test module."""
+    with gateway_process("postgres", tmp_path_factory.mktemp("gateway-postgres")) as url:
+        yield url
+
+
+@pytest.fixture(params=TARGETS)
+async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Target]:
+    """Where an adapter runs: in process on each backend, or through a gateway process."""
+    async for made in open_target(request, tmp_path):
+        yield made

@@ -4,8 +4,6 @@ and through a gateway process, and the contract details the suite leaves out."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,29 +14,11 @@ from claude_agent_sdk.types import SessionStore
 from session.adapters.claude import ClaudeSessionStore
 from session.agent_store import StoreError
 
-from .adapter_targets import TARGETS, Target, gateway_process, open_target
+from .adapter_targets import Target
 
 pytestmark = pytest.mark.anyio
 
 KEY: SessionKey = {"project_key": "proj", "session_id": "s1"}
-
-
-@pytest.fixture(scope="module")
-def gateway_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with gateway_process("sqlite", tmp_path_factory.mktemp("claude")) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def gateway_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with gateway_process("postgres", tmp_path_factory.mktemp("claude-pg")) as url:
-        yield url
-
-
-@pytest.fixture(params=TARGETS)
-async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Target]:
-    async for made in open_target(request, tmp_path):
-        yield made
 
 
 def test_every_optional_method_is_implemented() -> None:

@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,29 +23,11 @@ from langgraph.types import Command
 from session import SQLiteStore
 from session.adapters.langgraph import GatewayCheckpointer, GatewayStore
 
-from .adapter_targets import API_KEY, TARGETS, Target, gateway_process, open_target
+from .adapter_targets import API_KEY, Target
 from .langgraph_resume import build
 from .servers import REPO
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def gateway_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with gateway_process("sqlite", tmp_path_factory.mktemp("langgraph")) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def gateway_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with gateway_process("postgres", tmp_path_factory.mktemp("langgraph-pg")) as url:
-        yield url
-
-
-@pytest.fixture(params=TARGETS)
-async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Target]:
-    async for made in open_target(request, tmp_path):
-        yield made
 
 
 async def test_checkpointer_conformance(target: Target) -> None:

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,29 +17,11 @@ from agents.memory import Session, SessionSettings
 
 from session.adapters.openai_agents import StoreSession
 
-from .adapter_targets import API_KEY, TARGETS, Target, gateway_process, open_target
+from .adapter_targets import API_KEY, Target
 from .agents_approval import ScriptedModel, text_message
 from .servers import REPO
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def gateway_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with gateway_process("sqlite", tmp_path_factory.mktemp("agents")) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def gateway_postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with gateway_process("postgres", tmp_path_factory.mktemp("agents-pg")) as url:
-        yield url
-
-
-@pytest.fixture(params=TARGETS)
-async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Target]:
-    async for made in open_target(request, tmp_path):
-        yield made
 
 
 def session(target: Target, session_id: str = "s1", **options: Any) -> StoreSession:

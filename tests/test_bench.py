@@ -9,7 +9,7 @@ import pytest
 
 from bench import compare, storage
 
-from .conftest import POSTGRES_DSN_VARIABLE
+from .adapter_targets import POSTGRES_DSN_VARIABLE
 
 
 @pytest.mark.anyio

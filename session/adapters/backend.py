@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any
+from typing import Any, Self
 
 from ..agent_store import AgentStore, RemoteAgentStore
 from ..store import SessionStore
@@ -83,3 +83,29 @@ class Backend:
             loop.call_soon_threadsafe(loop.stop)
             await asyncio.to_thread(thread.join)
             loop.close()
+
+
+class OnBackend:
+    """The two ways to make an adapter: ``connect`` to a gateway, or ``from_store`` in process.
+
+    A subclass's ``__init__`` takes the :class:`Backend` first.
+    """
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+
+    @classmethod
+    def connect(cls, base_url: str, *, api_key: str | None = None, namespace: str = "") -> Self:
+        """Through the gateway at ``base_url`` (its root, e.g. ``http://127.0.0.1:8080``)."""
+        return cls(Backend.remote(base_url, api_key, namespace))
+
+    @classmethod
+    def from_store(
+        cls, store: SessionStore, *, project: str = "default", namespace: str = ""
+    ) -> Self:
+        """In process, on ``store`` (memory, SQLite or PostgreSQL), in ``project``."""
+        return cls(Backend.local(store, project, namespace))
+
+    async def aclose(self) -> None:
+        """Close a remote adapter's connections."""
+        await self._backend.aclose()

@@ -26,8 +26,7 @@ from claude_agent_sdk.types import (
 )
 
 from ..agent_store.claude_ops import check_subpath
-from ..store import SessionStore as Backing
-from .backend import Backend
+from .backend import OnBackend
 
 SUMMARY_ATTEMPTS = 10
 
@@ -40,26 +39,11 @@ def _key(key: SessionKey | SessionListSubkeysKey) -> dict[str, Any]:
     return plain
 
 
-class ClaudeSessionStore(SessionStore):
+class ClaudeSessionStore(OnBackend, SessionStore):
     """``connect(base_url, ...)`` through a gateway, or ``from_store(store, ...)`` in process."""
 
-    def __init__(self, backend: Backend) -> None:
-        self._backend = backend
-
-    @classmethod
-    def connect(
-        cls, base_url: str, *, api_key: str | None = None, namespace: str = ""
-    ) -> ClaudeSessionStore:
-        return cls(Backend.remote(base_url, api_key, namespace))
-
-    @classmethod
-    def from_store(
-        cls, store: Backing, *, project: str = "default", namespace: str = ""
-    ) -> ClaudeSessionStore:
-        return cls(Backend.local(store, project, namespace))
-
     async def close(self) -> None:
-        await self._backend.aclose()
+        await self.aclose()
 
     async def append(self, key: SessionKey, entries: list[SessionStoreEntry]) -> None:
         if not entries:

@@ -21,8 +21,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ..store import SessionStore
-from .backend import Backend
+from .backend import Backend, OnBackend
 
 
 def _json_safe(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -40,7 +39,7 @@ def _configurable(config: RunnableConfig | None) -> dict[str, Any]:
     return dict((config or {}).get("configurable") or {})
 
 
-class GatewayCheckpointer(BaseCheckpointSaver[int]):
+class GatewayCheckpointer(OnBackend, BaseCheckpointSaver[int]):
     """Checkpoints and pending writes, serialised with LangGraph's ``serde``.
 
     ``connect(base_url, ...)`` through a gateway, or ``from_store(store, ...)`` in process.
@@ -49,23 +48,8 @@ class GatewayCheckpointer(BaseCheckpointSaver[int]):
     """
 
     def __init__(self, backend: Backend, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(serde=serde)
-        self._backend = backend
-
-    @classmethod
-    def connect(
-        cls, base_url: str, *, api_key: str | None = None, namespace: str = ""
-    ) -> GatewayCheckpointer:
-        return cls(Backend.remote(base_url, api_key, namespace))
-
-    @classmethod
-    def from_store(
-        cls, store: SessionStore, *, project: str = "default", namespace: str = ""
-    ) -> GatewayCheckpointer:
-        return cls(Backend.local(store, project, namespace))
-
-    async def aclose(self) -> None:
-        await self._backend.aclose()
+        BaseCheckpointSaver.__init__(self, serde=serde)
+        OnBackend.__init__(self, backend)
 
     # -- encoding --------------------------------------------------------------------------
 

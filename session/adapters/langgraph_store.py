@@ -19,8 +19,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from ..store import SessionStore
-from .backend import Backend
+from .backend import OnBackend
 
 
 def _time(seconds: float) -> datetime:
@@ -80,31 +79,13 @@ def _decode(op: Op, result: Any) -> Result:
     return None
 
 
-class GatewayStore(BaseStore):
+class GatewayStore(OnBackend, BaseStore):
     """Namespaced JSON documents: ``put``, ``get``, ``delete``, ``search`` by namespace
     prefix with ``filter``/``limit``/``offset``, ``list_namespaces``. No vector index.
 
     ``connect(base_url, ...)`` through a gateway, or ``from_store(store, ...)`` in process.
     A batch runs in one transaction.
     """
-
-    def __init__(self, backend: Backend) -> None:
-        self._backend = backend
-
-    @classmethod
-    def connect(
-        cls, base_url: str, *, api_key: str | None = None, namespace: str = ""
-    ) -> GatewayStore:
-        return cls(Backend.remote(base_url, api_key, namespace))
-
-    @classmethod
-    def from_store(
-        cls, store: SessionStore, *, project: str = "default", namespace: str = ""
-    ) -> GatewayStore:
-        return cls(Backend.local(store, project, namespace))
-
-    async def aclose(self) -> None:
-        await self._backend.aclose()
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         listed = list(ops)
