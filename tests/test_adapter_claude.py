@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from claude_agent_sdk import SessionKey
+from claude_agent_sdk import SessionKey, fold_session_summary
 from claude_agent_sdk.testing import run_session_store_conformance
 from claude_agent_sdk.types import SessionStore
 
@@ -84,6 +84,8 @@ async def test_concurrent_writers_to_one_session_are_serialised(target: Target) 
         ]
     (summary,) = await writers[0].list_session_summaries("proj")
     (listed,) = await writers[0].list_sessions("proj")
+    # The stored summary is the fold of the whole transcript, in its order.
+    assert summary["data"] == fold_session_summary(None, KEY, loaded)["data"]
     assert summary["data"]["custom_title"] == loaded[-1]["customTitle"]
     assert summary["mtime"] >= listed["mtime"] > 1e12
 

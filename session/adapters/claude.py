@@ -53,19 +53,22 @@ class ClaudeSessionStore(OnBackend, SessionStore):
         batch = json.loads(json.dumps(entries))
         await self._backend.call("claude.append", key=plain, entries=batch)
         if "subpath" not in plain:
-            await self._fold_summary(key, plain, batch)
+            await self._fold_summary(key, plain)
 
-    async def _fold_summary(
-        self, key: SessionKey, plain: dict[str, Any], batch: list[SessionStoreEntry]
-    ) -> None:
-        """Fold ``batch`` into the stored summary; a concurrent writer's fold is redone."""
+    async def _fold_summary(self, key: SessionKey, plain: dict[str, Any]) -> None:
+        """Fold the entries appended since the stored summary, in append order, whoever
+        appended them; a concurrent writer's fold wins and this one is redone on top."""
         for _ in range(SUMMARY_ATTEMPTS):
             current = await self._backend.call("claude.summary", key=plain)
-            if current["version"] < 0:
-                return  # deleted meanwhile
-            folded = fold_session_summary(current["summary"], key, batch)
+            if current["version"] < 0 or not current["pending"]:
+                return  # deleted meanwhile, or folded by another writer
+            folded = fold_session_summary(current["summary"], key, current["pending"])
             stored = await self._backend.call(
-                "claude.put_summary", key=plain, value=folded, version=current["version"]
+                "claude.put_summary",
+                key=plain,
+                value=folded,
+                version=current["version"],
+                through=current["through"],
             )
             if stored:
                 return

@@ -18,7 +18,7 @@ SCHEMA = [
         project TEXT NOT NULL, namespace TEXT NOT NULL, project_key TEXT NOT NULL,
         session_id TEXT NOT NULL, subpath TEXT NOT NULL, next_seq BIGINT NOT NULL,
         mtime BIGINT NOT NULL, summary TEXT, summary_mtime BIGINT,
-        summary_version BIGINT NOT NULL,
+        summary_version BIGINT NOT NULL, summary_seq BIGINT NOT NULL,
         PRIMARY KEY (project, namespace, project_key, session_id, subpath))""",
     """CREATE TABLE claude_entries (
         project TEXT NOT NULL, namespace TEXT NOT NULL, project_key TEXT NOT NULL,
@@ -71,7 +71,7 @@ def append(
     # The upsert takes the transcript's row lock first: concurrent writers queue here.
     yield run(
         "INSERT INTO claude_transcripts (project, namespace, project_key, session_id, subpath,"
-        " next_seq, mtime, summary_version) VALUES (?, ?, ?, ?, ?, 0, ?, 0)"
+        " next_seq, mtime, summary_version, summary_seq) VALUES (?, ?, ?, ?, ?, 0, ?, 0, 0)"
         " ON CONFLICT (project, namespace, project_key, session_id, subpath)"
         " DO UPDATE SET mtime = CASE WHEN claude_transcripts.mtime < excluded.mtime"
         " THEN excluded.mtime ELSE claude_transcripts.mtime + 1 END",  # strictly increasing
@@ -129,32 +129,52 @@ def list_sessions(project: str, namespace: str, project_key: str) -> Operation:
 
 
 def summary(project: str, namespace: str, key: dict[str, Any]) -> Operation:
-    """``{"summary": ..., "version": n}`` of a main transcript (``summary`` may be null)."""
+    """A main transcript's summary, its ``version``, and the entries not yet folded into it
+    (``pending``, in append order, up to ``through``); version -1 for a key never written."""
     where = _key(project, namespace, key)
     found = yield rows(
-        f"SELECT summary, summary_mtime, summary_version FROM claude_transcripts WHERE {KEY}",
+        "SELECT summary, summary_mtime, summary_version, summary_seq, next_seq"
+        f" FROM claude_transcripts WHERE {KEY}",
         *where,
     )
     if not found:
-        return {"summary": None, "version": -1}
-    text, mtime, version = found[0]
-    value = None if text is None else {**json.loads(text), "mtime": int(mtime)}
-    return {"summary": value, "version": int(version)}
+        return {"summary": None, "version": -1, "through": 0, "pending": []}
+    text, mtime, version, folded, through = found[0]
+    pending = yield rows(
+        f"SELECT entry FROM claude_entries WHERE {KEY} AND seq >= ? AND seq < ? ORDER BY seq",
+        *where,
+        folded,
+        through,
+    )
+    return {
+        "summary": None if text is None else {**json.loads(text), "mtime": int(mtime)},
+        "version": int(version),
+        "through": int(through),
+        "pending": [json.loads(row[0]) for row in pending],
+    }
 
 
 def put_summary(
-    project: str, namespace: str, key: dict[str, Any], value: Any, version: int, now_ms: int
+    project: str,
+    namespace: str,
+    key: dict[str, Any],
+    value: Any,
+    version: int,
+    through: int,
+    now_ms: int,
 ) -> Operation:
-    """Store ``value`` if the summary is still at ``version``; return whether it was."""
+    """Store ``value``, folded through entry ``through``, if the summary is still at
+    ``version``; return whether it was. Its mtime is never older than the transcript's."""
     where = _key(project, namespace, key)
-    if not isinstance(value, dict) or not isinstance(version, int):
-        raise bad_request("summary is an object and version an integer.")
+    if not isinstance(value, dict) or not isinstance(version, int) or not isinstance(through, int):
+        raise bad_request("summary is an object; version and through are integers.")
     data = {name: part for name, part in value.items() if name != "mtime"}
     changed = yield run(
         "UPDATE claude_transcripts SET summary = ?, summary_version = summary_version + 1,"
-        " summary_mtime = CASE WHEN mtime > ? THEN mtime ELSE ? END"
+        " summary_seq = ?, summary_mtime = CASE WHEN mtime > ? THEN mtime ELSE ? END"
         f" WHERE {KEY} AND summary_version = ?",
         json_text(data),
+        through,
         now_ms,
         now_ms,
         *where,
