@@ -12,21 +12,18 @@ from ..compaction import compact_conversation
 from ..errors import invalid_request
 from ..event_log import resumed
 from ..input_tokens import InputTokensBody, count_input_tokens
-from ..json_response import JSONResponse
+from ..json_response import SSE_HEADERS, EventStream, JSONResponse
 from ..request_body import check_create_body, parse_create_body, validate_body
 from ..response_object import response_object
 from ..streaming import terminal_event
 from .common import project, query_choice, query_int, read_body, service
-
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 async def create_response(request: Request) -> Response:
     svc = service(request)
     body = parse_create_body(await read_body(request))  # the raw bytes are freed here
     if body.stream:
-        chunks = await svc.stream(body, project(request))
-        return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
+        return EventStream(await svc.stream(body, project(request)))
     if body.background:
         return JSONResponse(await svc.start_background(body, project(request)))
     return JSONResponse(await svc.respond(body, project(request)))
