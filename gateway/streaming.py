@@ -84,7 +84,8 @@ class StreamedTurns:
         project: str,
         history: list[Item] | None = None,
     ) -> AsyncIterator[bytes]:
-        """Open a streamed turn; return its SSE bytes, or raise what stopped it opening."""
+        """Open a streamed turn; return its SSE events (those already waiting come together
+        in one chunk), or raise what stopped it opening."""
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ready.add_done_callback(_consume_exception)
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
@@ -123,9 +124,19 @@ def _consume_exception(future: asyncio.Future[None]) -> None:
 async def _drain(
     queue: asyncio.Queue[bytes | None], flowing: asyncio.Event
 ) -> AsyncIterator[bytes]:
+    """The queued events, those already waiting sent together (one write, not one each)."""
     while (chunk := await queue.get()) is not None:
-        yield chunk
+        chunks, done = [chunk], False
+        while not queue.empty():
+            more = queue.get_nowait()
+            if more is None:
+                done = True
+                break
+            chunks.append(more)
+        yield b"".join(chunks)
         flowing.set()  # the server came back for more: what it had is on its way
+        if done:
+            return
 
 
 async def _run(

@@ -127,15 +127,16 @@ class ResponsesSocket:
             history = await self.service.history(body, self.project)  # it under its lock
         chunks = await self.service.stream(body, self.project, history)
         final: dict[str, Any] | None = None
-        async for chunk in chunks:
-            data = chunk.split(b"\ndata: ", 1)[1].rstrip(b"\n")  # the SSE frame's JSON
-            if lane is not None:  # the client's lane for this response, on every event
-                data = data[:-1] + b',"stream_id":' + orjson.dumps(lane) + b"}"
-            await self._send(data)
-            if data.startswith(b'{"type":"response.completed"') or data.startswith(
-                b'{"type":"response.incomplete"'
-            ):
-                final = orjson.loads(data)["response"]
+        async for chunk in chunks:  # SSE events, one or several to a chunk
+            for event in chunk.split(b"\n\n")[:-1]:
+                data = event.split(b"\ndata: ", 1)[1]  # the event's JSON
+                if lane is not None:  # the client's lane for this response, on every event
+                    data = data[:-1] + b',"stream_id":' + orjson.dumps(lane) + b"}"
+                await self._send(data)
+                if data.startswith(b'{"type":"response.completed"') or data.startswith(
+                    b'{"type":"response.incomplete"'
+                ):
+                    final = orjson.loads(data)["response"]
         if final is not None and history is not None:
             items = [*history, *normalise_input(body.input), *final["output"]]
             self.last = LastResponse(final["id"], items)
