@@ -16,6 +16,7 @@ import yaml
 
 from bench.storage import throwaway_schema
 from session import MemoryStore, SessionStore, SQLiteStore
+from session.agent_store import RemoteAgentStore
 
 from .servers import start_instance
 
@@ -71,6 +72,15 @@ class Target:
             made = cls.from_store(self.store, namespace=namespace, **options)
         self.made.append(made)
         return made
+
+    def agent_store(self) -> Any:
+        """The agent Store of the project the adapters use, in process or remotely."""
+        if self.url is not None:
+            remote = RemoteAgentStore.connect(self.url, api_key=API_KEY)
+            self.made.append(remote)
+            return remote
+        assert self.store is not None
+        return self.store.agent("default")
 
     async def close(self) -> None:
         for made in self.made:

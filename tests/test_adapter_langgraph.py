@@ -113,10 +113,9 @@ async def test_checkpoints_are_apart_from_messages_and_go_with_their_thread(
     config: Any = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
     stored = await saver.aput(config, empty_checkpoint(), {"source": "input", "step": -1}, {})
     await saver.aput_writes(stored, [("channel", {"v": 1})], "task-1")
-    agent = target.store.agent("default") if target.store else None
-    if agent is not None:  # the agent Store's conversation of the same name is separate
-        await agent.append_message("t1", {"text": "hi"}, role="user")
-        await agent.clear_messages("t1")
+    agent = target.agent_store()  # its conversation of the same name is another thing
+    await agent.append_message("t1", {"text": "hi"}, role="user")
+    await agent.clear_messages("t1")
     found = await saver.aget_tuple({"configurable": {"thread_id": "t1"}})
     assert found is not None and found.pending_writes == [("task-1", "channel", {"v": 1})]
     await saver.adelete_thread("t1")
