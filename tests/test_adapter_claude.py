@@ -47,6 +47,14 @@ async def test_entries_round_trip_exactly_and_retries_are_stored_once(target: Ta
     assert repr(loaded[0]) == repr(odd)
 
 
+async def test_a_whole_transcript_appends_in_one_call(target: Target) -> None:
+    store = target.adapter(ClaudeSessionStore)
+    entries: list[Any] = [{"type": "x", "uuid": f"u{n}", "n": n} for n in range(2500)]
+    await store.append(KEY, entries)
+    await store.append(KEY, entries)  # retried whole: nothing doubles
+    assert await store.load(KEY) == entries
+
+
 async def test_subpaths_that_escape_are_refused(target: Target) -> None:
     store = target.adapter(ClaudeSessionStore)
     for subpath in ("../x", "subagents/../../x", "/etc/passwd", "a/./b", ".", "a//b", "C:/x"):

@@ -25,7 +25,7 @@ from claude_agent_sdk.types import (
     SessionSummaryEntry,
 )
 
-from ..agent_store.claude_ops import check_subpath
+from ..agent_store.claude_ops import MAX_ENTRIES, check_subpath
 from .backend import OnBackend
 
 SUMMARY_ATTEMPTS = 10
@@ -51,7 +51,9 @@ class ClaudeSessionStore(OnBackend, SessionStore):
         plain = _key(key)
         # One JSON round trip: what is stored is what ``load`` returns, in process too.
         batch = json.loads(json.dumps(entries))
-        await self._backend.call("claude.append", key=plain, entries=batch)
+        for start in range(0, len(batch), MAX_ENTRIES):  # a forked transcript comes whole
+            chunk = batch[start : start + MAX_ENTRIES]
+            await self._backend.call("claude.append", key=plain, entries=chunk)
         if "subpath" not in plain:
             await self._fold_summary(key, plain)
 
