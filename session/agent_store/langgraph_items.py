@@ -60,8 +60,6 @@ def _compare(value: Any, wanted: Any) -> bool:
 
 
 def _operator(value: Any, name: str, operand: Any) -> bool:
-    if name not in OPERATORS:
-        raise bad_request(f"Unsupported filter operator {name}.")
     if name == "$eq":
         return bool(value == operand)
     if name == "$ne":
@@ -75,11 +73,24 @@ def _operator(value: Any, name: str, operand: Any) -> bool:
     )
 
 
+def _check_operators(wanted: Any) -> None:
+    """Refuse an unknown ``$`` operator before any item is compared."""
+    if isinstance(wanted, dict):
+        for name, part in wanted.items():
+            if name.startswith("$") and name not in OPERATORS:
+                raise bad_request(f"Unsupported filter operator {name}.")
+            _check_operators(part)
+    elif isinstance(wanted, list):
+        for part in wanted:
+            _check_operators(part)
+
+
 def _search(project: str, namespace: str, op: dict[str, Any]) -> Operation:
     prefix = json_text(_path(op.get("namespace_prefix"), "namespace_prefix"))
     wanted, limit, offset = op.get("filter") or {}, op.get("limit", 10), op.get("offset", 0)
     if not isinstance(wanted, dict):
         raise bad_request("filter is an object.")
+    _check_operators(wanted)
     if not isinstance(limit, int) or not isinstance(offset, int):
         raise bad_request("limit and offset are integers.")
     clause, params = "", []
@@ -100,10 +111,14 @@ def _search(project: str, namespace: str, op: dict[str, Any]) -> Operation:
     return items[offset : offset + limit]
 
 
-def _matches(path: list[str], condition: Any) -> bool:
+def _check_condition(condition: Any) -> None:
     if not isinstance(condition, dict) or condition.get("match_type") not in ("prefix", "suffix"):
         raise bad_request("A match condition is {match_type: prefix|suffix, path: [...]}.")
-    wanted = _path(condition.get("path"), "path")
+    _path(condition.get("path"), "path")
+
+
+def _matches(path: list[str], condition: dict[str, Any]) -> bool:
+    wanted: list[str] = condition["path"]
     if len(path) < len(wanted):
         return False
     if condition["match_type"] == "suffix":
@@ -119,6 +134,8 @@ def _namespaces(project: str, namespace: str, op: dict[str, Any]) -> Operation:
         raise bad_request("match_conditions is a list and max_depth an integer.")
     if not isinstance(limit, int) or not isinstance(offset, int):
         raise bad_request("limit and offset are integers.")
+    for condition in conditions:
+        _check_condition(condition)
     found = yield rows(
         "SELECT DISTINCT path FROM lg_items WHERE project = ? AND namespace = ?",
         project,
