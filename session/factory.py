@@ -40,7 +40,7 @@ class SessionSettings(BaseModel):
 
     backend: Literal["memory", "sqlite", "postgres"] = "sqlite"
     max_chain_depth: int = Field(default=DEFAULT_MAX_DEPTH, ge=1)
-    cache_turns: int = Field(default=10_000, ge=0)
+    cache_turns: int = Field(default=20_000, ge=0)
     retention: Duration | None = None  # seconds; "30d" in config.yaml; None keeps forever
     retention_sweep_seconds: float = Field(default=300.0, gt=0)
     stream_events_seconds: float = Field(default=600.0, gt=0)  # kept for resuming, once done

@@ -91,6 +91,13 @@ def _record(row: tuple[Any, ...]) -> StoredResponse:
     return StoredResponse.model_validate(dict(zip(_NAMES, row, strict=True)))
 
 
+async def _deletion_generation(conn: AsyncConnection[Any]) -> int:
+    cursor = await conn.execute("SELECT generation FROM deletions")
+    row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 class PostgresStore:
     """A store in one PostgreSQL database, shared by any number of gateway instances."""
 
@@ -103,7 +110,7 @@ class PostgresStore:
         pool_max: int = 10,
         connect_timeout: float = 5.0,
         statement_timeout: float = 10.0,
-        cache_turns: int = 10_000,
+        cache_turns: int = 20_000,
     ) -> None:
         self._max_depth = max_depth
         self._cache = TurnCache(cache_turns)
@@ -152,6 +159,8 @@ class PostgresStore:
             await self._pool.open(wait=False)
             async with self._pool.connection() as conn:
                 self.schema_version = await migrate(conn)
+                # Turns saved from now on cannot have been deleted at an earlier generation.
+                self._cache.generation = await _deletion_generation(conn)
             self._ready = True
 
     @bounded
@@ -200,6 +209,10 @@ class PostgresStore:
 
     @bounded
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
+        async def generation() -> int:
+            async with self._connection() as conn:
+                return await _deletion_generation(conn)
+
         async def existing(ids: list[str]) -> set[str]:
             async with self._connection() as conn:
                 cursor = await conn.execute(
@@ -215,7 +228,13 @@ class PostgresStore:
             return [ChainTurn(row[0], row[1], row[2], row[3], row[4]) for row in rows]
 
         return await resolve_cached(
-            self._cache, project, response_id, self._max_depth, existing=existing, fetch=fetch
+            self._cache,
+            project,
+            response_id,
+            self._max_depth,
+            generation=generation,
+            existing=existing,
+            fetch=fetch,
         )
 
     @bounded

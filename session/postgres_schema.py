@@ -93,6 +93,21 @@ MIGRATIONS: list[str] = [
     "CREATE TABLE gateway_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ";\n".join(ddl(statement, postgres=True) for statement in AGENT_SCHEMA),
     ";\n".join(ddl(statement, postgres=True) for statement in ADAPTER_SCHEMA),
+    # Raised by every statement that deletes turns, whatever runs it: caches of turns check it.
+    """
+    CREATE TABLE deletions (id INTEGER PRIMARY KEY CHECK (id = 1), generation BIGINT NOT NULL);
+    INSERT INTO deletions VALUES (1, 0);
+    CREATE FUNCTION responses_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF EXISTS (SELECT 1 FROM gone) THEN
+            UPDATE deletions SET generation = generation + 1 WHERE id = 1;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER responses_deleted AFTER DELETE ON responses
+        REFERENCING OLD TABLE AS gone
+        FOR EACH STATEMENT EXECUTE FUNCTION responses_deleted();
+    """,
 ]
 
 

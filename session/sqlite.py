@@ -66,6 +66,10 @@ FROM chain JOIN responses r ON r.project = :project AND r.id = chain.id
 """
 
 
+def _deletion_generation(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT generation FROM deletions").fetchone()[0])
+
+
 def _existing_ids(conn: sqlite3.Connection, project: str, ids: list[str]) -> set[str]:
     found: set[str] = set()
     for start in range(0, len(ids), 500):  # within SQLite's limit of bound parameters
@@ -124,12 +128,14 @@ class SQLiteStore:
         *,
         max_depth: int = DEFAULT_MAX_DEPTH,
         busy_timeout_ms: int = 5000,
-        cache_turns: int = 10_000,
+        cache_turns: int = 20_000,
     ) -> None:
         self._db = SQLiteConnections(path, busy_timeout_ms)
         self.schema_version = self._db.schema_version
         self._max_depth = max_depth
         self._cache = TurnCache(cache_turns)
+        # Turns saved from now on cannot have been deleted at an earlier generation.
+        self._cache.generation = _deletion_generation(self._db.writer)
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -188,6 +194,9 @@ class SQLiteStore:
         self._cache.put(record.project, chain_turn(record))
 
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
+        async def generation() -> int:
+            return await self._db.read_now(_deletion_generation)
+
         async def existing(ids: list[str]) -> set[str]:
             return await self._db.read_now(lambda conn: _existing_ids(conn, project, ids))
 
@@ -200,7 +209,13 @@ class SQLiteStore:
             ]
 
         return await resolve_cached(
-            self._cache, project, response_id, self._max_depth, existing=existing, fetch=fetch
+            self._cache,
+            project,
+            response_id,
+            self._max_depth,
+            generation=generation,
+            existing=existing,
+            fetch=fetch,
         )
 
     async def list_input_items(

@@ -124,6 +124,18 @@ def _v9_framework_adapters(db: sqlite_utils.Database) -> None:
         db.execute(ddl(statement, postgres=False))
 
 
+def _v10_deletion_generation(db: sqlite_utils.Database) -> None:
+    # Raised by every delete of a turn, whatever deletes it: caches of turns check it.
+    db.execute(
+        "CREATE TABLE deletions (id INTEGER PRIMARY KEY CHECK (id = 1), generation INTEGER NOT NULL)"
+    )
+    db.execute("INSERT INTO deletions VALUES (1, 0)")
+    db.execute(
+        "CREATE TRIGGER responses_deleted AFTER DELETE ON responses BEGIN "
+        "UPDATE deletions SET generation = generation + 1 WHERE id = 1; END"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_responses,
     _v2_conversations,
@@ -134,6 +146,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v7_secrets,
     _v8_agent_store,
     _v9_framework_adapters,
+    _v10_deletion_generation,
 ]
 
 

@@ -1,9 +1,11 @@
 """Finished turns' contributions to chains, decoded once and kept in memory.
 
 A finished turn never changes (the save policy refuses to overwrite one), so an entry
-can only go stale by deletion, possibly by another process: a store that answers from
-the cache checks that the cached turns still exist, which costs an index lookup per turn
-instead of reading and decoding each turn's JSON again.
+can only go stale by deletion, possibly by another process. The store keeps a deletion
+generation that every delete of a turn raises (a trigger, so no path is missed): an
+entry checked at the current generation is still stored, and only entries checked
+before the last deletion cost an index lookup each. Continuing a deep chain therefore
+reads one number, not one row per turn.
 """
 
 from __future__ import annotations
@@ -23,19 +25,17 @@ class TurnCache:
 
     def __init__(self, max_turns: int) -> None:
         self._max_turns = max_turns
-        self._turns: OrderedDict[tuple[str, str], ChainTurn] = OrderedDict()
+        # (project, id) -> [turn, the deletion generation at which it was last known stored]
+        self._turns: OrderedDict[tuple[str, str], tuple[ChainTurn, int]] = OrderedDict()
+        self.generation = -1  # the newest deletion generation seen
 
-    def get(self, project: str, response_id: str) -> ChainTurn | None:
-        turn = self._turns.get((project, response_id))
-        if turn is not None:
-            self._turns.move_to_end((project, response_id))
-        return turn
-
-    def put(self, project: str, turn: ChainTurn) -> None:
+    def put(self, project: str, turn: ChainTurn, checked: int | None = None) -> None:
+        """Keep ``turn``, known stored at generation ``checked`` (a new turn: the newest seen)."""
         if self._max_turns <= 0 or turn.status not in CONTINUABLE_STATUSES:
             return
-        self._turns[(project, turn.id)] = turn
-        self._turns.move_to_end((project, turn.id))
+        key = (project, turn.id)
+        self._turns[key] = (turn, self.generation if checked is None else checked)
+        self._turns.move_to_end(key)
         while len(self._turns) > self._max_turns:
             self._turns.popitem(last=False)
 
@@ -44,16 +44,16 @@ class TurnCache:
 
     def walk(
         self, project: str, head: str, max_depth: int
-    ) -> tuple[dict[str, ChainTurn], str | None]:
+    ) -> tuple[dict[str, tuple[ChainTurn, int]], str | None]:
         """The cached turns from ``head`` towards the root, and the first id not cached."""
-        turns: dict[str, ChainTurn] = {}
+        turns: dict[str, tuple[ChainTurn, int]] = {}
         current: str | None = head
         while current is not None and current not in turns and len(turns) <= max_depth:
-            turn = self.get(project, current)
-            if turn is None:
+            entry = self._turns.get((project, current))
+            if entry is None:
                 return turns, current
-            turns[current] = turn
-            current = turn.previous_response_id
+            turns[current] = entry
+            current = entry[0].previous_response_id
         return turns, None
 
 
@@ -63,21 +63,34 @@ async def resolve_cached(
     head: str,
     max_depth: int,
     *,
+    generation: Callable[[], Awaitable[int]],
     existing: Callable[[list[str]], Awaitable[set[str]]],
     fetch: Callable[[str, int], Awaitable[list[ChainTurn]]],
 ) -> ResolvedChain:
     """Resolve the chain ending at ``head``: cached turns first, the rest from the store.
 
-    ``existing(ids)`` returns which of the ids are still stored; ``fetch(id, limit)``
-    reads up to ``limit`` turns of the chain that ends at ``id``, as one query.
+    ``generation()`` reads the store's deletion generation; ``existing(ids)`` returns
+    which of the ids are still stored; ``fetch(id, limit)`` reads up to ``limit`` turns
+    of the chain that ends at ``id``, as one query.
     """
-    turns, first_missing = cache.walk(project, head, max_depth)
-    if turns:
-        for gone in set(turns) - await existing(list(turns)):
-            del turns[gone]
-            cache.discard(project, gone)
+    now = await generation()
+    cache.generation = max(cache.generation, now)
+    entries, first_missing = cache.walk(project, head, max_depth)
+    unchecked = [response_id for response_id, (_, checked) in entries.items() if checked < now]
+    if unchecked:
+        stored = await existing(unchecked)
+        for response_id in unchecked:
+            if response_id in stored:
+                entries[response_id] = (entries[response_id][0], now)
+            else:
+                del entries[response_id]
+                cache.discard(project, response_id)
     if first_missing is not None:
-        for turn in await fetch(first_missing, max_depth + 1 - len(turns)):
-            turns[turn.id] = turn
-            cache.put(project, turn)
-    return assemble_chain(head, turns, max_depth)
+        for turn in await fetch(first_missing, max_depth + 1 - len(entries)):
+            entries[turn.id] = (turn, now)
+    chain = assemble_chain(head, {key: turn for key, (turn, _) in entries.items()}, max_depth)
+    # Oldest first, so the head ends the most recently used: a chain longer than the
+    # cache loses its oldest turns, and the miss costs a short read near the root.
+    for turn in chain.turns:
+        cache.put(project, turn, entries[turn.id][1])
+    return chain

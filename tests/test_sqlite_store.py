@@ -146,3 +146,44 @@ async def test_cached_turns_are_not_read_again_but_deletions_elsewhere_are_seen(
         await store.resolve_chain("default", "r19")
     assert missing.value.response_id == "r7"
     await store.close()
+
+
+async def test_a_cached_chain_is_checked_by_one_number_until_something_is_deleted(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    parent = None
+    for n in range(30):
+        await store.save(turn(f"r{n}", parent))
+        parent = f"r{n}"
+    await store.save(turn("other"))
+    statements: list[str] = []
+    store.connection.set_trace_callback(statements.append)
+    for _ in range(3):
+        assert len((await store.resolve_chain("default", "r29")).turns) == 30
+    assert statements == ["SELECT generation FROM deletions"] * 3
+    await store.delete("default", "other")  # unrelated: the chain's turns are checked once
+    statements.clear()
+    for _ in range(2):
+        assert len((await store.resolve_chain("default", "r29")).turns) == 30
+    lookups = [s for s in statements if s.startswith("SELECT id FROM responses")]
+    assert len(lookups) == 1, statements
+    await store.close()
+
+
+async def test_a_chain_longer_than_the_cache_keeps_its_newest_turns(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db", cache_turns=40)
+    parent = None
+    for n in range(50):
+        await store.save(turn(f"r{n}", parent))
+        parent = f"r{n}"
+    statements: list[str] = []
+    store.read_connection.set_trace_callback(statements.append)
+    for n in range(3):  # branching from one tip, as retries and samples do
+        chain = await store.resolve_chain("default", "r49")
+        assert [t.id for t in chain.turns] == [f"r{i}" for i in range(50)]
+        await store.save(turn(f"branch{n}", "r49"))
+    # Each read fetched only the oldest turns the cache could not hold, never the tip's.
+    assert len(statements) == 3
+    assert (await store.resolve_chain("default", "branch2")).turns[-2].id == "r49"
+    await store.close()
