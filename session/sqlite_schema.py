@@ -127,7 +127,8 @@ def _v9_framework_adapters(db: sqlite_utils.Database) -> None:
 def _v10_deletion_generation(db: sqlite_utils.Database) -> None:
     # Raised by every delete of a turn, whatever deletes it: caches of turns check it.
     db.execute(
-        "CREATE TABLE deletions (id INTEGER PRIMARY KEY CHECK (id = 1), generation INTEGER NOT NULL)"
+        "CREATE TABLE deletions"
+        " (id INTEGER PRIMARY KEY CHECK (id = 1), generation INTEGER NOT NULL)"
     )
     db.execute("INSERT INTO deletions VALUES (1, 0)")
     db.execute(

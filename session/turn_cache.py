@@ -6,6 +6,10 @@ generation that every delete of a turn raises (a trigger, so no path is missed):
 entry checked at the current generation is still stored, and only entries checked
 before the last deletion cost an index lookup each. Continuing a deep chain therefore
 reads one number, not one row per turn.
+
+The chains resolved last are kept too: a turn continuing one of them (or its tip's
+child, as an agent's next turn does) extends it by one turn, a copy of two lists,
+instead of walking every turn again.
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
 from .chain import assemble_chain
+from .errors import ChainTooDeep, ResponseNotFound
 from .models import CONTINUABLE_STATUSES, ChainTurn, ResolvedChain
+
+KEPT_CHAINS = 64
 
 
 class TurnCache:
@@ -28,6 +35,25 @@ class TurnCache:
         # (project, id) -> [turn, the deletion generation at which it was last known stored]
         self._turns: OrderedDict[tuple[str, str], tuple[ChainTurn, int]] = OrderedDict()
         self.generation = -1  # the newest deletion generation seen
+        # (project, head) -> [the resolved chain, the generation it was resolved at]
+        self._chains: OrderedDict[tuple[str, str], tuple[ResolvedChain, int]] = OrderedDict()
+
+    def chain(self, project: str, head: str, generation: int) -> ResolvedChain | None:
+        """The chain resolved at ``generation`` that ends at ``head``, if one is kept."""
+        entry = self._chains.get((project, head))
+        if entry is None or entry[1] != generation:
+            return None
+        self._chains.move_to_end((project, head))
+        return entry[0]
+
+    def keep_chain(self, project: str, chain: ResolvedChain, generation: int) -> None:
+        if self._max_turns <= 0:
+            return
+        key = (project, chain.turns[-1].id)
+        self._chains[key] = (chain, generation)
+        self._chains.move_to_end(key)
+        while len(self._chains) > KEPT_CHAINS:
+            self._chains.popitem(last=False)
 
     def put(self, project: str, turn: ChainTurn, checked: int | None = None) -> None:
         """Keep ``turn``, known stored at generation ``checked`` (a new turn: the newest seen)."""
@@ -38,6 +64,9 @@ class TurnCache:
         self._turns.move_to_end(key)
         while len(self._turns) > self._max_turns:
             self._turns.popitem(last=False)
+
+    def get(self, project: str, response_id: str) -> tuple[ChainTurn, int] | None:
+        return self._turns.get((project, response_id))
 
     def discard(self, project: str, response_id: str) -> None:
         self._turns.pop((project, response_id), None)
@@ -75,6 +104,50 @@ async def resolve_cached(
     """
     now = await generation()
     cache.generation = max(cache.generation, now)
+    chain = cache.chain(project, head, now) or await _extended(cache, project, head, now, existing)
+    if chain is None:
+        chain = await _walked(cache, project, head, max_depth, now, existing, fetch)
+    if len(chain.turns) > max_depth:
+        raise ChainTooDeep(head, max_depth)
+    cache.keep_chain(project, chain, now)
+    return chain
+
+
+async def _extended(
+    cache: TurnCache,
+    project: str,
+    head: str,
+    now: int,
+    existing: Callable[[list[str]], Awaitable[set[str]]],
+) -> ResolvedChain | None:
+    """The kept chain of ``head``'s parent with ``head`` added, if both are cached."""
+    entry = cache.get(project, head)
+    if entry is None or entry[0].previous_response_id is None:
+        return None
+    turn, checked = entry
+    parent = cache.chain(project, turn.previous_response_id, now)
+    if parent is None:
+        return None
+    if checked < now:
+        if head not in await existing([head]):
+            cache.discard(project, head)
+            raise ResponseNotFound(head)
+        cache.put(project, turn, now)
+    return ResolvedChain(
+        turns=[*parent.turns, turn], items=[*parent.items, *turn.input, *turn.output]
+    )
+
+
+async def _walked(
+    cache: TurnCache,
+    project: str,
+    head: str,
+    max_depth: int,
+    now: int,
+    existing: Callable[[list[str]], Awaitable[set[str]]],
+    fetch: Callable[[str, int], Awaitable[list[ChainTurn]]],
+) -> ResolvedChain:
+    """The chain walked turn by turn, through the cache and then the store."""
     entries, first_missing = cache.walk(project, head, max_depth)
     unchecked = [response_id for response_id, (_, checked) in entries.items() if checked < now]
     if unchecked:

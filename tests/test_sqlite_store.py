@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import re
 import sqlite3
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import anyio
 import pytest
 import sqlite_utils
 
-from session import ChainAncestorMissing, ChainCycle, Conversation, SQLiteStore
+from session import ChainAncestorMissing, ChainCycle, ChainTooDeep, Conversation, SQLiteStore
 from session.sqlite_schema import MIGRATIONS
 
 from .records import turn
@@ -179,11 +180,40 @@ async def test_a_chain_longer_than_the_cache_keeps_its_newest_turns(tmp_path: Pa
         parent = f"r{n}"
     statements: list[str] = []
     store.read_connection.set_trace_callback(statements.append)
-    for n in range(3):  # branching from one tip, as retries and samples do
-        chain = await store.resolve_chain("default", "r49")
-        assert [t.id for t in chain.turns] == [f"r{i}" for i in range(50)]
-        await store.save(turn(f"branch{n}", "r49"))
-    # Each read fetched only the oldest turns the cache could not hold, never the tip's.
-    assert len(statements) == 3
-    assert (await store.resolve_chain("default", "branch2")).turns[-2].id == "r49"
+    for head in ("r49", "r48", "r47"):
+        chain = await store.resolve_chain("default", head)
+        assert [t.id for t in chain.turns] == [f"r{i}" for i in range(int(head[1:]) + 1)]
+    # Each walk read only the oldest turns the cache could not hold, never the tip's.
+    starts = [re.search(r"AND id = '(r\d+)'", statement) for statement in statements]
+    assert [start.group(1) if start else None for start in starts] == ["r9", "r9", "r8"]
+    await store.close()
+
+
+async def test_a_kept_chain_is_extended_by_its_next_turn_and_dropped_by_a_deletion(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteStore(tmp_path / "s.db", max_depth=31)
+    parent = None
+    for n in range(30):
+        await store.save(turn(f"r{n}", parent))
+        parent = f"r{n}"
+    assert len((await store.resolve_chain("default", "r29")).turns) == 30
+    await store.save(turn("r30", "r29"))
+    statements: list[str] = []
+    store.connection.set_trace_callback(statements.append)
+    store.read_connection.set_trace_callback(statements.append)
+    chain = await store.resolve_chain("default", "r30")  # the kept r29 chain, plus one
+    assert [t.id for t in chain.turns] == [f"r{n}" for n in range(31)]
+    assert chain.items[-2:] == [*chain.turns[-1].input, *chain.turns[-1].output]
+    assert statements == ["SELECT generation FROM deletions"]
+    await store.save(turn("r31", "r30"))
+    with pytest.raises(ChainTooDeep):
+        await store.resolve_chain("default", "r31")
+    other = sqlite3.connect(tmp_path / "s.db")  # another process deletes an ancestor
+    other.execute("DELETE FROM responses WHERE id = 'r3'")
+    other.commit()
+    other.close()
+    for head in ("r29", "r30"):
+        with pytest.raises(ChainAncestorMissing, match="'r3'"):
+            await store.resolve_chain("default", head)
     await store.close()
