@@ -121,10 +121,9 @@ async def _extended(
     existing: Callable[[list[str]], Awaitable[set[str]]],
 ) -> ResolvedChain | None:
     """The kept chain of ``head``'s parent with ``head`` added, if both are cached."""
-    entry = cache.get(project, head)
-    if entry is None or entry[0].previous_response_id is None:
+    turn, checked = cache.get(project, head) or (None, now)
+    if turn is None or turn.previous_response_id is None:
         return None
-    turn, checked = entry
     parent = cache.chain(project, turn.previous_response_id, now)
     if parent is None:
         return None
