@@ -35,12 +35,14 @@ def text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _content_parts(content: Any, param: str) -> str | list[Item]:
+def _content_parts(content: Any, index: int) -> str | list[Item]:
     """Message content -> chat content: a string when all text, else typed parts."""
     if isinstance(content, str):
         return content
+    if all(isinstance(part, dict) and part.get("type") in _TEXT_PARTS for part in content):
+        return "\n".join(part.get("text", "") for part in content)  # the usual case
     parts: list[Item] = []
-    for index, part in enumerate(content):
+    for position, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind in _TEXT_PARTS:
             parts.append({"type": "text", "text": part.get("text", "")})
@@ -55,7 +57,7 @@ def _content_parts(content: Any, param: str) -> str | list[Item]:
             raise UnsupportedInput(
                 f"Content of type '{kind}' cannot be sent to a Chat Completions upstream"
                 + (" (images must be given by URL)." if kind == "input_image" else "."),
-                f"{param}.content[{index}]",
+                f"input[{index}].content[{position}]",
             )
     if all(p["type"] == "text" for p in parts):
         return "\n".join(p["text"] for p in parts)
@@ -75,12 +77,12 @@ class _Messages:
             self._reasoning = []
         self.messages.append(message)
 
-    def message(self, item: Item, param: str) -> None:
+    def message(self, item: Item, index: int) -> None:
         role = _ROLES.get(item["role"], item["role"])
         if role == "assistant":
             self._assistant({"role": "assistant", "content": text_of(item.get("content"))})
         else:
-            content = _content_parts(item.get("content", ""), param)
+            content = _content_parts(item.get("content", ""), index)
             self.messages.append({"role": role, "content": content})
 
     def reasoning(self, item: Item) -> None:
@@ -211,7 +213,7 @@ def to_chat_request(body: Item, *, model: str, stream: bool) -> ChatRequest:
     for index, item in enumerate(body.get("input", [])):
         kind = item.get("type", "message")
         if kind == "message":
-            messages.message(item, f"input[{index}]")
+            messages.message(item, index)
         elif kind in ("function_call", "custom_tool_call"):
             messages.function_call(item)
         elif kind in ("function_call_output", "custom_tool_call_output"):
