@@ -37,7 +37,7 @@ import httpx
 
 from session import SQLiteStore
 
-from .storage import make_turn, throwaway_schema
+from .storage import TEXT, make_turn, throwaway_schema
 
 FRESH = {"model": "m", "input": "hello there"}
 DIRECT = {"model": "m", "messages": [{"role": "user", "content": "hello there"}]}
@@ -129,6 +129,17 @@ def chain_messages(depth: int) -> list[dict[str, str]]:
         messages += [
             {"role": "user", "content": f"turn {turn}"},
             {"role": "assistant", "content": REPLY},
+        ]
+    return [*messages, {"role": "user", "content": "hello there"}]
+
+
+def seeded_messages(depth: int) -> list[dict[str, str]]:
+    """The chat messages a gateway sends when continuing a chain written by :func:`seed`."""
+    messages = []
+    for n in range(depth):
+        messages += [
+            {"role": "user", "content": f"question {n}: {TEXT}"},
+            {"role": "assistant", "content": TEXT},
         ]
     return [*messages, {"role": "user", "content": "hello there"}]
 
@@ -345,10 +356,23 @@ def run(
             at10k = wrk(
                 f"{base}/v1/responses", {**FRESH, "previous_response_id": long}, 1, seconds, folder
             )
+            direct = [
+                wrk(
+                    f"{upstream}/v1/chat/completions",
+                    {**DIRECT, "messages": seeded_messages(depth)},
+                    1,
+                    seconds,
+                    folder,
+                )
+                for depth in (10, 10_000)
+            ]
+            added10, added10k = at10.p50_ms - direct[0].p50_ms, at10k.p50_ms - direct[1].p50_ms
             notes.append(
                 f"- gateway (sqlite), continuing a chain at 1 connection: depth 10 p50 "
                 f"{at10.p50_ms:.2f} ms, depth 10,000 p50 {at10k.p50_ms:.2f} ms "
-                f"(+{at10k.p50_ms - at10.p50_ms:.2f} ms)"
+                f"(+{at10k.p50_ms - at10.p50_ms:.2f} ms); the same context sent straight to "
+                f"the upstream: {direct[0].p50_ms:.2f} ms and {direct[1].p50_ms:.2f} ms; "
+                f"added by the gateway: {added10:.2f} ms and {added10k:.2f} ms"
             )
         if soak_seconds > 0:
             base, pid = targets["gateway (sqlite)"]
