@@ -19,6 +19,7 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from . import postgres_admin as admin
+from . import postgres_chain as chains
 from . import postgres_conversations as conversations
 from .agent_store import AgentStore, drive_async
 from .agent_store.store import OperationFactory
@@ -53,23 +54,6 @@ _INSERT = f"INSERT INTO responses ({_COLUMNS}) VALUES ({_VALUES}) ON CONFLICT (p
 _UPSERT = _INSERT + "DO UPDATE SET " + ", ".join(f"{n} = EXCLUDED.{n}" for n in _NAMES[2:])
 _INSERT += "DO NOTHING"
 
-# One statement. Depth bounds the walk (a corrupted cycle stops at the limit); the outer
-# query fetches each distinct turn once, with only what it contributes.
-_CHAIN_SQL = """
-WITH RECURSIVE chain(id, parent, depth) AS (
-    SELECT id, previous_response_id, 1 FROM responses
-    WHERE project = %(project)s AND id = %(id)s
-    UNION ALL
-    SELECT r.id, r.previous_response_id, chain.depth + 1
-    FROM responses r JOIN chain ON r.id = chain.parent
-    WHERE r.project = %(project)s AND chain.depth <= %(max_depth)s
-)
-SELECT r.id, r.previous_response_id, r.status,
-       coalesce(r.request -> 'input', '[]'), coalesce(r.response -> 'output', '[]')
-FROM (SELECT DISTINCT id FROM chain) c
-JOIN responses r ON r.project = %(project)s AND r.id = c.id
-"""
-
 
 def _row(record: StoredResponse) -> tuple[Any, ...]:
     data = record.model_dump(mode="json")
@@ -89,13 +73,6 @@ def _row(record: StoredResponse) -> tuple[Any, ...]:
 
 def _record(row: tuple[Any, ...]) -> StoredResponse:
     return StoredResponse.model_validate(dict(zip(_NAMES, row, strict=True)))
-
-
-async def _deletion_generation(conn: AsyncConnection[Any]) -> int:
-    cursor = await conn.execute("SELECT generation FROM deletions")
-    row = await cursor.fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 class PostgresStore:
@@ -160,7 +137,7 @@ class PostgresStore:
             async with self._pool.connection() as conn:
                 self.schema_version = await migrate(conn)
                 # Turns saved from now on cannot have been deleted at an earlier generation.
-                self._cache.generation = await _deletion_generation(conn)
+                self._cache.generation = await chains.deletion_generation(conn)
             self._ready = True
 
     @bounded
@@ -211,21 +188,15 @@ class PostgresStore:
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
         async def generation() -> int:
             async with self._connection() as conn:
-                return await _deletion_generation(conn)
+                return await chains.deletion_generation(conn)
 
         async def existing(ids: list[str]) -> set[str]:
             async with self._connection() as conn:
-                cursor = await conn.execute(
-                    "SELECT id FROM responses WHERE project = %s AND id = ANY(%s)", (project, ids)
-                )
-                return {row[0] for row in await cursor.fetchall()}
+                return await chains.existing_ids(conn, project, ids)
 
         async def fetch(head: str, limit: int) -> list[ChainTurn]:
-            params = {"project": project, "id": head, "max_depth": limit - 1}
             async with self._connection() as conn:
-                cursor = await conn.execute(_CHAIN_SQL, params)
-                rows = await cursor.fetchall()
-            return [ChainTurn(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+                return await chains.chain_turns(conn, project, head, limit)
 
         return await resolve_cached(
             self._cache,
