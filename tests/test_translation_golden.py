@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gateway.upstream.chat_request import to_chat_request
+from gateway.upstream.chat_request import TranslatedInputs, to_chat_request
 from gateway.upstream.chat_response import ChatTranslator
 from gateway.upstream.output_builder import ToolName
 
@@ -125,3 +125,41 @@ def test_stream_events_equal_the_non_streamed_output() -> None:
     translator.completion({"choices": [{"message": message, "finish_reason": "tool_calls"}]})
     whole = stable_ids(translator.finish()[1].output)
     assert whole == streamed
+
+
+def test_a_request_continuing_an_earlier_one_is_translated_as_if_from_scratch() -> None:
+    """Each golden input, sent whole and then grown item by item, through one memo."""
+    translated = TranslatedInputs(max_entries=4, min_items=1)
+    for case in json.loads((GOLDEN / "chat_request.json").read_text())["cases"]:
+        request = case["request"]
+        items = request["input"] if isinstance(request["input"], list) else []
+        for end in [*range(1, len(items) + 1), len(items)]:
+            grown = {**request, "input": request["input"] if not items else items[:end]}
+            alone = to_chat_request(grown, model=grown["model"], stream=case["stream"])
+            shared = to_chat_request(
+                grown, model=grown["model"], stream=case["stream"], translated=translated
+            )
+            assert shared.payload == alone.payload
+
+
+def test_a_tool_call_merged_into_a_kept_message_leaves_the_kept_one_unchanged() -> None:
+    translated = TranslatedInputs(min_items=1)
+    answer = {"type": "message", "role": "assistant", "content": "Let me look."}
+    prefix = [{"role": "user", "content": "Weather?"}, answer]
+    call = {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": "{}"}
+    first = to_chat_request({"input": prefix}, model="m", stream=False, translated=translated)
+    second = to_chat_request(
+        {"input": [*prefix, call]}, model="m", stream=False, translated=translated
+    )
+    assert second.payload["messages"][-1]["tool_calls"][0]["id"] == "c1"
+    again = to_chat_request({"input": prefix}, model="m", stream=False, translated=translated)
+    assert again.payload == first.payload
+    assert "tool_calls" not in again.payload["messages"][-1]
+
+
+def test_kept_translations_stay_within_their_item_budget() -> None:
+    translated = TranslatedInputs(max_entries=8, max_items=10, min_items=1)
+    for n in range(6):
+        items = [{"role": "user", "content": f"{n}-{i}"} for i in range(4)]
+        to_chat_request({"input": items}, model="m", stream=False, translated=translated)
+    assert translated.kept_items() <= 10

@@ -28,7 +28,9 @@ class ChatCompletionsUpstream:
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
-        chat = to_chat_request(request, model=request["model"], stream=stream)
+        chat = to_chat_request(
+            request, model=request["model"], stream=stream, translated=self._client.translated
+        )
         translator = ChatTranslator(chat.tool_names, request.get("max_tool_calls"))
         if not stream:
             body = await self._client.fetch_json("/chat/completions", chat.payload)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,14 +68,15 @@ def _content_parts(content: Any, index: int) -> str | list[Item]:
 class _Messages:
     """Accumulates chat messages, merging consecutive tool calls into one assistant turn."""
 
-    def __init__(self) -> None:
-        self.messages: list[Item] = []
-        self._reasoning: list[str] = []
+    def __init__(self, messages: list[Item] | None = None, reasoning: list[str] | None = None):
+        # Messages already made are never changed in place: a translated prefix shares them.
+        self.messages: list[Item] = messages or []
+        self.pending_reasoning: list[str] = reasoning or []
 
     def _assistant(self, message: Item) -> None:
-        if self._reasoning:
-            message["reasoning_content"] = "\n".join(self._reasoning)
-            self._reasoning = []
+        if self.pending_reasoning:
+            message["reasoning_content"] = "\n".join(self.pending_reasoning)
+            self.pending_reasoning = []
         self.messages.append(message)
 
     def message(self, item: Item, index: int) -> None:
@@ -88,7 +90,7 @@ class _Messages:
     def reasoning(self, item: Item) -> None:
         text = text_of(item.get("content")) or text_of(item.get("summary"))
         if text:
-            self._reasoning.append(text)
+            self.pending_reasoning.append(text)
 
     def function_call(self, item: Item) -> None:
         arguments = item.get("arguments", "")
@@ -103,8 +105,8 @@ class _Messages:
             },
         }
         last = self.messages[-1] if self.messages else None
-        if last is not None and last["role"] == "assistant" and not self._reasoning:
-            last.setdefault("tool_calls", []).append(call)
+        if last is not None and last["role"] == "assistant" and not self.pending_reasoning:
+            self.messages[-1] = {**last, "tool_calls": [*last.get("tool_calls", ()), call]}
             return
         self._assistant({"role": "assistant", "content": None, "tool_calls": [call]})
 
@@ -113,6 +115,91 @@ class _Messages:
         self.messages.append(
             {"role": "tool", "tool_call_id": item.get("call_id"), "content": text_of(output)}
         )
+
+    def add(self, items: list[Item], start: int) -> None:
+        """Translate ``items``, the request's input from index ``start`` on."""
+        for index, item in enumerate(items, start):
+            kind = item.get("type", "message")
+            if kind == "message":
+                self.message(item, index)
+            elif kind in ("function_call", "custom_tool_call"):
+                self.function_call(item)
+            elif kind in ("function_call_output", "custom_tool_call_output"):
+                self.function_call_output(item)
+            elif kind == "reasoning":
+                self.reasoning(item)
+            else:
+                raise UnsupportedInput(
+                    f"Input items of type '{kind}' cannot be sent to a Chat Completions upstream.",
+                    f"input[{index}]",
+                )
+
+
+@dataclass(frozen=True)
+class _Translated:
+    items: list[Item]
+    messages: list[Item]
+    reasoning: list[str]
+
+
+class TranslatedInputs:
+    """The last requests' input items and their chat messages (one provider's).
+
+    The next turn of a chain sends the same items again, plus its own: it translates only
+    those. A prefix is matched by value (list equality, which is instant for the very
+    same item objects a chain's cache hands out), so a match is always correct. Inputs
+    shorter than ``min_items`` cost less to translate than to look up, and are not kept.
+    """
+
+    def __init__(self, max_entries: int = 16, max_items: int = 100_000, min_items: int = 8) -> None:
+        self._max_entries = max_entries
+        self._max_items = max_items
+        self._min_items = min_items
+        self._entries: OrderedDict[int, _Translated] = OrderedDict()
+        self._next_key = 0
+        self._held = 0  # items in all entries
+
+    def translate(self, items: list[Item]) -> _Messages:
+        if len(items) < self._min_items:
+            messages = _Messages()
+            messages.add(items, 0)
+            return messages
+        best: tuple[int, _Translated] | None = None
+        for key, entry in self._entries.items():
+            size = len(entry.items)
+            if (
+                (best is None or size > len(best[1].items))
+                and size <= len(items)
+                and items[size - 1] == entry.items[-1]
+                and items[:size] == entry.items
+            ):
+                best = key, entry
+        if best is None:
+            messages = _Messages()
+            messages.add(items, 0)
+        else:
+            self._entries.move_to_end(best[0])
+            done = best[1]
+            if len(done.items) == len(items):  # the very same input again
+                return _Messages(list(done.messages), list(done.reasoning))
+            messages = _Messages(list(done.messages), list(done.reasoning))  # copies: kept stays
+            messages.add(items[len(done.items) :], len(done.items))
+        if len(items) <= self._max_items:
+            self._keep(
+                _Translated(list(items), list(messages.messages), list(messages.pending_reasoning))
+            )
+        return messages
+
+    def kept_items(self) -> int:
+        return self._held
+
+    def _keep(self, entry: _Translated) -> None:
+        self._entries[self._next_key] = entry
+        self._next_key += 1
+        self._held += len(entry.items)
+        while len(self._entries) > self._max_entries or self._held > self._max_items:
+            _, dropped = self._entries.popitem(last=False)
+            self._held -= len(dropped.items)
 
 
 def _custom_as_function(tool: Item) -> Item:
@@ -199,34 +286,28 @@ _PARAMETERS = (
 )
 
 
-def to_chat_request(body: Item, *, model: str, stream: bool) -> ChatRequest:
+def to_chat_request(
+    body: Item, *, model: str, stream: bool, translated: TranslatedInputs | None = None
+) -> ChatRequest:
     """Translate a stateless Responses request (``input`` holds the full context).
 
-    Raises :class:`UnsupportedInput` for an item or part the chat wire cannot express.
+    ``translated`` holds earlier requests' translations to start from. Raises
+    :class:`UnsupportedInput` for an item or part the chat wire cannot express.
     """
-    messages = _Messages()
     instructions = body.get("instructions")
+    items = body.get("input", [])
+    if isinstance(instructions, list):
+        items = [*instructions, *items]
+    if translated is None:
+        messages = _Messages()
+        messages.add(items, 0)
+    else:
+        messages = translated.translate(items)
+    chat_messages = messages.messages
     if isinstance(instructions, str) and instructions:
-        messages.messages.append({"role": "system", "content": instructions})
-    elif isinstance(instructions, list):
-        body = {**body, "input": [*instructions, *body.get("input", [])]}
-    for index, item in enumerate(body.get("input", [])):
-        kind = item.get("type", "message")
-        if kind == "message":
-            messages.message(item, index)
-        elif kind in ("function_call", "custom_tool_call"):
-            messages.function_call(item)
-        elif kind in ("function_call_output", "custom_tool_call_output"):
-            messages.function_call_output(item)
-        elif kind == "reasoning":
-            messages.reasoning(item)
-        else:
-            raise UnsupportedInput(
-                f"Input items of type '{kind}' cannot be sent to a Chat Completions upstream.",
-                f"input[{index}]",
-            )
+        chat_messages = [{"role": "system", "content": instructions}, *chat_messages]
 
-    payload: Item = {"model": model, "messages": messages.messages}
+    payload: Item = {"model": model, "messages": chat_messages}
     tools, names = _tools(body.get("tools") or [])
     if tools:
         payload["tools"] = tools

@@ -20,6 +20,7 @@ import aiohttp
 import orjson
 
 from ..config import ProviderSettings
+from .chat_request import TranslatedInputs
 from .errors import (
     UpstreamAuthFailed,
     UpstreamBusy,
@@ -85,6 +86,8 @@ class ProviderClient:
         if settings.api_key:
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
         self._base_url = (settings.base_url or "").rstrip("/")
+        # The provider's last requests as chat messages (used by Chat Completions providers).
+        self.translated = TranslatedInputs()
 
     @classmethod
     @asynccontextmanager
