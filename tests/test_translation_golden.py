@@ -160,6 +160,8 @@ def test_a_tool_call_merged_into_a_kept_message_leaves_the_kept_one_unchanged() 
 def test_kept_translations_stay_within_their_item_budget() -> None:
     translated = TranslatedInputs(max_entries=8, max_items=10, min_items=1)
     for n in range(6):
-        items = [{"role": "user", "content": f"{n}-{i}"} for i in range(4)]
+        items = [
+            {"role": "user" if i % 2 else "assistant", "content": f"{n}-{i}"} for i in range(5)
+        ]
         to_chat_request({"input": items}, model="m", stream=False, translated=translated)
-    assert translated.kept_items() <= 10
+        assert 4 <= translated.kept_items() <= 10

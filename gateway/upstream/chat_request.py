@@ -142,13 +142,26 @@ class _Translated:
     reasoning: list[str]
 
 
-class TranslatedInputs:
-    """The last requests' input items and their chat messages (one provider's).
+_ANSWER_TYPES = frozenset({"function_call", "custom_tool_call", "reasoning"})
 
-    The next turn of a chain sends the same items again, plus its own: it translates only
-    those. A prefix is matched by value (list equality, which is instant for the very
-    same item objects a chain's cache hands out), so a match is always correct. Inputs
-    shorter than ``min_items`` cost less to translate than to look up, and are not kept.
+
+def _answer_end(items: list[Item]) -> int:
+    """The length of ``items`` up to their last item of a model's answer (0: none)."""
+    for end in range(len(items), 0, -1):
+        item = items[end - 1]
+        if item.get("type") in _ANSWER_TYPES or item.get("role") == "assistant":
+            return end
+    return 0
+
+
+class TranslatedInputs:
+    """Earlier requests' context, up to the model's last answer, as chat messages.
+
+    The next turn of a chain, or another branch from the same turn, sends that context
+    again plus its own items: only those are translated. A prefix is matched by value
+    (list equality, instant for the very same item objects a chain's cache hands out), so
+    a match is always correct. Contexts shorter than ``min_items`` cost less to translate
+    than to look up, and are not kept.
     """
 
     def __init__(self, max_entries: int = 16, max_items: int = 100_000, min_items: int = 8) -> None:
@@ -160,38 +173,43 @@ class TranslatedInputs:
         self._held = 0  # items in all entries
 
     def translate(self, items: list[Item]) -> _Messages:
-        if len(items) < self._min_items:
+        context = _answer_end(items)
+        if context < self._min_items:
             messages = _Messages()
             messages.add(items, 0)
             return messages
+        done = self._longest_prefix(items, context)
+        if done is None:
+            messages = _Messages()
+        else:
+            messages = _Messages(list(done.messages), list(done.reasoning))  # copies: kept stays
+        start = len(done.items) if done else 0
+        if start < context:
+            messages.add(items[start:context], start)
+            if context <= self._max_items:
+                reasoning = list(messages.pending_reasoning)
+                self._keep(_Translated(items[:context], list(messages.messages), reasoning))
+        messages.add(items[context:], context)
+        return messages
+
+    def kept_items(self) -> int:
+        return self._held
+
+    def _longest_prefix(self, items: list[Item], most: int) -> _Translated | None:
         best: tuple[int, _Translated] | None = None
         for key, entry in self._entries.items():
             size = len(entry.items)
             if (
                 (best is None or size > len(best[1].items))
-                and size <= len(items)
+                and size <= most
                 and items[size - 1] == entry.items[-1]
                 and items[:size] == entry.items
             ):
                 best = key, entry
         if best is None:
-            messages = _Messages()
-            messages.add(items, 0)
-        else:
-            self._entries.move_to_end(best[0])
-            done = best[1]
-            if len(done.items) == len(items):  # the very same input again
-                return _Messages(list(done.messages), list(done.reasoning))
-            messages = _Messages(list(done.messages), list(done.reasoning))  # copies: kept stays
-            messages.add(items[len(done.items) :], len(done.items))
-        if len(items) <= self._max_items:
-            self._keep(
-                _Translated(list(items), list(messages.messages), list(messages.pending_reasoning))
-            )
-        return messages
-
-    def kept_items(self) -> int:
-        return self._held
+            return None
+        self._entries.move_to_end(best[0])
+        return best[1]
 
     def _keep(self, entry: _Translated) -> None:
         self._entries[self._next_key] = entry
