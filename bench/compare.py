@@ -35,9 +35,7 @@ from typing import Any
 import anyio
 import httpx
 
-from session import SQLiteStore
-
-from .storage import TEXT, make_turn, throwaway_schema
+from .storage import seed, seeded_messages, throwaway_schema
 
 FRESH = {"model": "m", "input": "hello there"}
 DIRECT = {"model": "m", "messages": [{"role": "user", "content": "hello there"}]}
@@ -133,17 +131,6 @@ def chain_messages(depth: int) -> list[dict[str, str]]:
     return [*messages, {"role": "user", "content": "hello there"}]
 
 
-def seeded_messages(depth: int) -> list[dict[str, str]]:
-    """The chat messages a gateway sends when continuing a chain written by :func:`seed`."""
-    messages = []
-    for n in range(depth):
-        messages += [
-            {"role": "user", "content": f"question {n}: {TEXT}"},
-            {"role": "assistant", "content": TEXT},
-        ]
-    return [*messages, {"role": "user", "content": "hello there"}]
-
-
 def first_byte_ms(url: str, body: dict[str, Any], count: int) -> float:
     """Median time from sending a streamed request to its first body byte, sequentially."""
     timings = []
@@ -206,19 +193,6 @@ def godex_config(folder: Path, port: int, upstream: str) -> Path:
         "logging: {level: error, console: {enabled: false}, file: {enabled: false}}\n"
     )
     return path
-
-
-async def seed(path: Path, depth: int, prefix: str) -> str:
-    """Write a ``depth``-turn chain straight into a gateway's SQLite file; return its tip."""
-    store = SQLiteStore(path, max_depth=depth + 10)
-    parent = None
-    for n in range(depth):
-        record = make_turn(n, parent).model_copy(update={"id": f"resp_{prefix}_{n:06d}"})
-        await store.save(record)
-        parent = record.id
-    await store.close()
-    assert parent is not None
-    return parent
 
 
 LOADS = [

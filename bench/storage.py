@@ -52,6 +52,30 @@ def make_turn(n: int, parent: str | None) -> StoredResponse:
     )
 
 
+async def seed(path: Path, depth: int, prefix: str) -> str:
+    """Write a ``depth``-turn chain straight into a gateway's SQLite file; return its tip."""
+    store = SQLiteStore(path, max_depth=depth + 10)
+    parent = None
+    for n in range(depth):
+        record = make_turn(n, parent).model_copy(update={"id": f"resp_{prefix}_{n:06d}"})
+        await store.save(record)
+        parent = record.id
+    await store.close()
+    assert parent is not None
+    return parent
+
+
+def seeded_messages(depth: int) -> list[dict[str, str]]:
+    """The chat messages a gateway sends when continuing a chain written by :func:`seed`."""
+    messages = []
+    for n in range(depth):
+        messages += [
+            {"role": "user", "content": f"question {n}: {TEXT}"},
+            {"role": "assistant", "content": TEXT},
+        ]
+    return [*messages, {"role": "user", "content": "hello there"}]
+
+
 ROW_BYTES = (
     "SELECT sum(length(request::text) + length(response::text) + length(metadata::text)"
     " + length(id) + coalesce(length(previous_response_id), 0)) FROM responses"
