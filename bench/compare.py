@@ -93,7 +93,7 @@ def wrk(url: str, body: dict[str, Any], connections: int, seconds: float, folder
     script = folder / "post.lua"
     script.write_text(
         'wrk.method = "POST"\n'
-        f"wrk.body = {json.dumps(json.dumps(body))}\n"
+        f"wrk.body = {json.dumps(json.dumps(body, separators=(',', ':')))}\n"
         'wrk.headers["Content-Type"] = "application/json"\n'
     )
     duration = f"{max(1, round(seconds))}s"

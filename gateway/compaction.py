@@ -83,19 +83,30 @@ def is_ours(item: Item) -> bool:
     )
 
 
-_COMPACTION_TYPES = ("compaction", "compaction_trigger")
+_COMPACTION_TYPES = frozenset({"compaction", "compaction_trigger"})
 
 
-def expand(sealer: Sealer, project: str, items: list[Item], first_input: int) -> list[Item]:
-    """``items`` with each of this gateway's compaction items opened into its summary.
+def expand(
+    sealer: Sealer,
+    project: str,
+    history: list[Item],
+    own: list[Item],
+    history_types: frozenset[str | None] | None = None,
+) -> list[Item]:
+    """The history then the request's ``own`` items, this gateway's compaction items
+    opened into their summaries.
 
     The summary takes the item's place; what came before it, but the user's own messages,
     is what it summarised and is dropped. Earlier turns' ``compaction_trigger`` items go
-    too. ``first_input`` is the index of the request's own first input item, to name a bad
-    item by its param.
+    too. ``history_types``, the item types the history holds when known, spares a scan of
+    a long history.
     """
-    if not any(item.get("type") in _COMPACTION_TYPES for item in items):
+    items = [*history, *own]
+    known_clean = history_types is not None and history_types.isdisjoint(_COMPACTION_TYPES)
+    scanned = own if known_clean else items
+    if not any(item.get("type") in _COMPACTION_TYPES for item in scanned):
         return items  # the usual case, on every turn: nothing to open or drop
+    first_input = len(history)
     expanded: list[Item] = []
     last = len(items) - 1
     for index, item in enumerate(items):
@@ -242,7 +253,7 @@ async def compact_conversation(
     route = service.route(body.model)
     history = await service.history(body, project)
     own = normalise_input(body.input)
-    items = expand(service.sealer, project, [*history, *own], len(history))
+    items = expand(service.sealer, project, history, own)
     items = [item for item in items if item.get("type") != "compaction_trigger"]
     client = service.client(route.provider_name)
     if route.provider.wire_api == "responses" and client is not None:

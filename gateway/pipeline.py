@@ -93,18 +93,24 @@ class ResponsesService:
 
     async def history(self, body: CreateResponseBody, project: str) -> list[Item]:
         """The items that precede this request's input: its chain or its conversation."""
+        return (await self._history_and_types(body, project))[0]
+
+    async def _history_and_types(
+        self, body: CreateResponseBody, project: str
+    ) -> tuple[list[Item], frozenset[str | None] | None]:
+        """The history and, when known without a scan, the item types it holds."""
         try:
             if body.previous_response_id is not None:
                 chain = await self.store.resolve_chain(project, body.previous_response_id)
                 self.metrics.chain_depth.observe(len(chain.turns))
-                return chain.items
+                return chain.items, chain.types
             if body.conversation_id is not None:
-                return await self.store.conversation_items(project, body.conversation_id)
+                return await self.store.conversation_items(project, body.conversation_id), None
         except ConversationNotFound as error:
             raise not_found(error.message, param="conversation", code=error.code) from None
         except SessionError as error:
             raise previous_response_error(error) from None
-        return []
+        return [], frozenset()
 
     @asynccontextmanager
     async def turn(
@@ -119,8 +125,9 @@ class ResponsesService:
         async with AsyncExitStack() as stack:
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))
+            types = None
             if history is None:  # else the caller resolved it (a WebSocket's last response)
-                history = await self.history(body, project)
+                history, types = await self._history_and_types(body, project)
             # The body is validated already: the records are built without validating again.
             fields = {key: getattr(body, key) for key in RequestSnapshot.model_fields}
             fields["input"] = normalise_input(body.input)
@@ -139,7 +146,7 @@ class ResponsesService:
                 ),
                 metadata={"user": body.user} if body.user else {},
             )
-            items = expand(self.sealer, project, [*history, *snapshot.input], len(history))
+            items = expand(self.sealer, project, history, snapshot.input, types)
             request = stateless_request(body, route, items)
             kept, truncation = len(history), body.truncation == "auto"
             if truncation and route.context_window is not None:

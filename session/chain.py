@@ -11,7 +11,14 @@ from .errors import (
     ResponseNotFound,
     TurnNotContinuable,
 )
-from .models import CONTINUABLE_STATUSES, ChainTurn, Item, ResolvedChain, StoredResponse
+from .models import (
+    CONTINUABLE_STATUSES,
+    ChainTurn,
+    Item,
+    ResolvedChain,
+    StoredResponse,
+    item_types,
+)
 
 DEFAULT_MAX_DEPTH = 10_000
 
@@ -59,4 +66,4 @@ def assemble_chain(
     for turn in turns:
         items.extend(turn.input)
         items.extend(turn.output)
-    return ResolvedChain(turns=turns, items=items)
+    return ResolvedChain(turns=turns, items=items, types=item_types(items))

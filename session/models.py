@@ -141,6 +141,11 @@ class ResolvedChain:
 
     turns: list[ChainTurn]
     items: list[Item]
+    types: frozenset[str | None]  # every item's "type" (None: none given), to skip scans
+
+
+def item_types(items: list[Item]) -> frozenset[str | None]:
+    return frozenset([item.get("type") for item in items])
 
 
 class ItemPage(BaseModel):

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from .chain import assemble_chain
 from .errors import ChainTooDeep, ResponseNotFound
-from .models import CONTINUABLE_STATUSES, ChainTurn, ResolvedChain
+from .models import CONTINUABLE_STATUSES, ChainTurn, ResolvedChain, item_types
 
 KEPT_CHAINS = 64
 
@@ -132,8 +132,11 @@ async def _extended(
             cache.discard(project, head)
             raise ResponseNotFound(head)
         cache.put(project, turn, now)
+    own = [*turn.input, *turn.output]
     return ResolvedChain(
-        turns=[*parent.turns, turn], items=[*parent.items, *turn.input, *turn.output]
+        turns=[*parent.turns, turn],
+        items=[*parent.items, *own],
+        types=parent.types | item_types(own),
     )
 
 

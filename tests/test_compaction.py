@@ -129,7 +129,7 @@ def test_a_token_is_bound_to_its_project() -> None:
     assert Sealer("another-secret-0123456789").open("team-a", token) is None
     item = {"type": "compaction", "id": "cmp_1", "encrypted_content": token}
     with pytest.raises(Exception, match="not made by this gateway"):
-        expand(sealer, "team-b", [item], 0)
+        expand(sealer, "team-b", [], [item])
 
 
 def test_another_projects_token_is_refused_over_http(

@@ -189,6 +189,24 @@ async def test_a_chain_longer_than_the_cache_keeps_its_newest_turns(tmp_path: Pa
     await store.close()
 
 
+async def test_a_chain_names_the_item_types_it_holds_kept_or_walked(tmp_path: Path) -> None:
+    """Types let a caller skip a scan of a long chain for an item type it does not hold."""
+    store = SQLiteStore(tmp_path / "s.db")
+    await store.save(turn("r0"))
+    sealed = {"id": "cmp_1", "type": "compaction", "encrypted_content": "x"}
+    with_compaction = turn("r1", "r0")
+    with_compaction.response.output.append(sealed)
+    await store.save(with_compaction)
+    await store.save(turn("r2", "r1"))
+    assert (await store.resolve_chain("default", "r0")).types == {"message"}
+    for head in ("r1", "r2"):  # each the kept chain of its parent plus one turn
+        assert (await store.resolve_chain("default", head)).types == {"message", "compaction"}
+    await store.close()
+    reopened = SQLiteStore(tmp_path / "s.db")  # walked from the file
+    assert (await reopened.resolve_chain("default", "r2")).types == {"message", "compaction"}
+    await reopened.close()
+
+
 async def test_a_kept_chain_is_extended_by_its_next_turn_and_dropped_by_a_deletion(
     tmp_path: Path,
 ) -> None:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from gateway.upstream.chat_request import TranslatedInputs, to_chat_request
@@ -128,8 +129,10 @@ def test_stream_events_equal_the_non_streamed_output() -> None:
 
 
 def test_a_request_continuing_an_earlier_one_is_translated_as_if_from_scratch() -> None:
-    """Each golden input, sent whole and then grown item by item, through one memo."""
+    """Each golden input, sent whole and then grown item by item, through one memo: the
+    same payload, and the same bytes upstream, as a translation from scratch."""
     translated = TranslatedInputs(max_entries=4, min_items=1)
+    reused = 0
     for case in json.loads((GOLDEN / "chat_request.json").read_text())["cases"]:
         request = case["request"]
         items = request["input"] if isinstance(request["input"], list) else []
@@ -140,6 +143,33 @@ def test_a_request_continuing_an_earlier_one_is_translated_as_if_from_scratch() 
                 grown, model=grown["model"], stream=case["stream"], translated=translated
             )
             assert shared.payload == alone.payload
+            assert orjson.loads(shared.encoded()) == alone.payload
+            reused += shared.encoded_messages is not None
+    assert reused > 0
+
+
+def test_a_growing_chain_reuses_the_encoded_messages_of_its_last_turn() -> None:
+    """Each turn's messages up to the model's last answer go upstream as bytes encoded by
+    an earlier request; only the new ones are encoded (a tool call merged into the last
+    kept message included)."""
+    translated = TranslatedInputs(min_items=1)
+    items: list[dict[str, Any]] = []
+    for turn in range(6):
+        items.append({"role": "user", "content": f"question {turn}"})
+        if turn % 2:
+            items.append({"type": "reasoning", "summary": [{"text": "thinking"}]})
+        items.append({"type": "message", "role": "assistant", "content": f"answer {turn}"})
+        if turn % 3 == 2:
+            call = {"type": "function_call", "call_id": f"c{turn}", "name": "f", "arguments": "{}"}
+            items += [call, {"type": "function_call_output", "call_id": f"c{turn}", "output": "ok"}]
+        request = {"instructions": "Be brief.", "input": items}
+        alone = to_chat_request(request, model="m", stream=True)
+        shared = to_chat_request(request, model="m", stream=True, translated=translated)
+        assert orjson.loads(shared.encoded()) == alone.payload
+        if turn:
+            assert shared.encoded_messages is not None
+            start, count, _ = shared.encoded_messages
+            assert start == 1 and count >= 2 * turn  # after the system message
 
 
 def test_a_tool_call_merged_into_a_kept_message_leaves_the_kept_one_unchanged() -> None:
@@ -155,6 +185,8 @@ def test_a_tool_call_merged_into_a_kept_message_leaves_the_kept_one_unchanged() 
     again = to_chat_request({"input": prefix}, model="m", stream=False, translated=translated)
     assert again.payload == first.payload
     assert "tool_calls" not in again.payload["messages"][-1]
+    for chat in (second, again):
+        assert orjson.loads(chat.encoded()) == chat.payload
 
 
 def test_kept_translations_stay_within_their_item_budget() -> None:

@@ -33,7 +33,7 @@ class ChatCompletionsUpstream:
         )
         translator = ChatTranslator(chat.tool_names, request.get("max_tool_calls"))
         if not stream:
-            body = await self._client.fetch_json("/chat/completions", chat.payload)
+            body = await self._client.fetch_json("/chat/completions", chat.encoded())
             try:
                 events = translator.completion(body)
             except MalformedAnswer as error:
@@ -44,7 +44,7 @@ class ChatCompletionsUpstream:
             closing, result = translator.finish()
             yield replay([*events, *closing], result)
             return
-        async with self._client.open_events("/chat/completions", chat.payload) as data:
+        async with self._client.open_events("/chat/completions", chat.encoded()) as data:
             yield self._stream(data, translator)
 
     async def _stream(self, data: AsyncIterator[str], translator: ChatTranslator) -> UpstreamStream:

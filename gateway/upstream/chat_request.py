@@ -7,6 +7,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from .errors import UnsupportedInput
 from .output_builder import ToolName
 from .results import Item
@@ -20,6 +22,29 @@ _ROLES = {"developer": "system"}  # most chat providers know no "developer" role
 class ChatRequest:
     payload: dict[str, Any]
     tool_names: dict[str, ToolName] = field(default_factory=dict)
+    # ``(start, count, json)``: payload["messages"][start:start + count], already encoded
+    # (comma-separated, no brackets) by an earlier request with the same context.
+    encoded_messages: tuple[int, int, bytes] | None = None
+
+    def encoded(self) -> bytes:
+        """The payload as JSON (its messages last), reusing the messages encoded already:
+        one copy of a long context, not an encoding of it."""
+        if self.encoded_messages is None:
+            return orjson.dumps(self.payload)
+        start, count, head = self.encoded_messages
+        messages = self.payload["messages"]
+        others = orjson.dumps({k: v for k, v in self.payload.items() if k != "messages"})
+        parts = [_inner(messages[:start]), head, _inner(messages[start + count :])]
+        pieces = [others[:-1], b',"messages":[']
+        for part in filter(None, parts):
+            pieces += (part, b",")
+        pieces[-1] = b"]}"  # in place of the last comma (the head is never empty)
+        return b"".join(pieces)
+
+
+def _inner(values: list[Any]) -> bytes:
+    """``values`` as JSON, without the brackets."""
+    return orjson.dumps(values)[1:-1]
 
 
 def flat_name(name: str, namespace: str | None) -> str:
@@ -70,8 +95,11 @@ class _Messages:
 
     def __init__(self, messages: list[Item] | None = None, reasoning: list[str] | None = None):
         # Messages already made are never changed in place: a translated prefix shares them.
+        # Only the last one may be replaced (a tool call merged into it).
         self.messages: list[Item] = messages or []
         self.pending_reasoning: list[str] = reasoning or []
+        # (count, json): the first ``count`` messages, encoded by an earlier request
+        self.encoded: tuple[int, bytes] | None = None
 
     def _assistant(self, message: Item) -> None:
         if self.pending_reasoning:
@@ -140,6 +168,10 @@ class _Translated:
     items: list[Item]
     messages: list[Item]
     reasoning: list[str]
+    encoded: bytes  # the messages but the last (which a later tool call may replace), as JSON
+
+    def head(self) -> tuple[int, bytes] | None:
+        return (len(self.messages) - 1, self.encoded) if self.encoded else None
 
 
 _ANSWER_TYPES = frozenset({"function_call", "custom_tool_call", "reasoning"})
@@ -183,12 +215,19 @@ class TranslatedInputs:
             messages = _Messages()
         else:
             messages = _Messages(list(done.messages), list(done.reasoning))  # copies: kept stays
+            messages.encoded = done.head()
         start = len(done.items) if done else 0
         if start < context:
             messages.add(items[start:context], start)
             if context <= self._max_items:
-                reasoning = list(messages.pending_reasoning)
-                self._keep(_Translated(items[:context], list(messages.messages), reasoning))
+                kept = _Translated(
+                    items[:context],
+                    list(messages.messages),
+                    list(messages.pending_reasoning),
+                    _encoded_head(messages.messages, done),
+                )
+                self._keep(kept)
+                messages.encoded = kept.head()
         messages.add(items[context:], context)
         return messages
 
@@ -218,6 +257,14 @@ class TranslatedInputs:
         while len(self._entries) > self._max_entries or self._held > self._max_items:
             _, dropped = self._entries.popitem(last=False)
             self._held -= len(dropped.items)
+
+
+def _encoded_head(messages: list[Item], done: _Translated | None) -> bytes:
+    """``messages`` but the last as JSON, extending what ``done`` (a prefix) encoded."""
+    if done is None or not done.encoded:
+        return _inner(messages[:-1])
+    rest = _inner(messages[len(done.messages) - 1 : -1])
+    return done.encoded + b"," + rest if rest else done.encoded
 
 
 def _custom_as_function(tool: Item) -> Item:
@@ -321,9 +368,11 @@ def to_chat_request(
         messages.add(items, 0)
     else:
         messages = translated.translate(items)
-    chat_messages = messages.messages
+    chat_messages, start = messages.messages, 0
     if isinstance(instructions, str) and instructions:
-        chat_messages = [{"role": "system", "content": instructions}, *chat_messages]
+        chat_messages, start = [{"role": "system", "content": instructions}, *chat_messages], 1
+    head = messages.encoded
+    encoded = None if head is None else (start, head[0], head[1])
 
     payload: Item = {"model": model, "messages": chat_messages}
     tools, names = _tools(body.get("tools") or [])
@@ -347,4 +396,4 @@ def to_chat_request(
     if stream:
         payload["stream"] = True
         payload["stream_options"] = {"include_usage": True}
-    return ChatRequest(payload=payload, tool_names=names)
+    return ChatRequest(payload=payload, tool_names=names, encoded_messages=encoded)

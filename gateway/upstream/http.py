@@ -103,9 +103,10 @@ class ProviderClient:
 
     @asynccontextmanager
     async def _send(
-        self, path: str, payload: dict[str, Any], read_timeout: float
+        self, path: str, payload: dict[str, Any] | bytes, read_timeout: float
     ) -> AsyncIterator[aiohttp.ClientResponse]:
-        """POST ``payload`` within a connection slot; yield the response once it is a success."""
+        """POST ``payload`` (or its JSON) within a connection slot; yield the response once
+        it is a success."""
         settings = self.settings
         try:
             if self._slots.locked():  # a free slot needs no timer
@@ -127,7 +128,7 @@ class ProviderClient:
             try:
                 response = await self._session.post(
                     self._base_url + path,
-                    data=orjson.dumps(payload),
+                    data=payload if isinstance(payload, bytes) else orjson.dumps(payload),
                     headers=self._headers,
                     timeout=timeout,
                     allow_redirects=False,
@@ -191,7 +192,7 @@ class ProviderClient:
                 )
         return bytes(body)
 
-    async def fetch_json(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+    async def fetch_json(self, path: str, payload: dict[str, Any] | bytes) -> dict[str, Any]:
         """A whole JSON object answer within ``timeout_seconds``, dripping bodies included."""
         try:
             async with asyncio.timeout(self.settings.timeout_seconds):
@@ -216,7 +217,7 @@ class ProviderClient:
 
     @asynccontextmanager
     async def open_events(
-        self, path: str, payload: dict[str, Any]
+        self, path: str, payload: dict[str, Any] | bytes
     ) -> AsyncIterator[AsyncIterator[str]]:
         """Start a streamed answer; yield the ``data`` of its server-sent events.
 
