@@ -172,6 +172,49 @@ def test_a_growing_chain_reuses_the_encoded_messages_of_its_last_turn() -> None:
             assert start == 1 and count >= 2 * turn  # after the system message
 
 
+class CountedItem(dict[str, Any]):
+    """An item that counts the deep comparisons made of it."""
+
+    comparisons = 0
+
+    def __eq__(self, other: object) -> bool:
+        CountedItem.comparisons += 1
+        return dict.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_the_longest_kept_context_is_compared_first() -> None:
+    """A chain read again from the store holds equal, not identical, items: only the
+    longest kept context is compared item by item, not every shorter one before it."""
+    translated = TranslatedInputs(min_items=1)
+    items: list[dict[str, Any]] = []
+    for turn in range(12):
+        items += [
+            CountedItem(role="user", content=f"question {turn}"),
+            CountedItem(type="message", role="assistant", content=f"answer {turn}"),
+        ]
+        to_chat_request({"input": items}, model="m", stream=False, translated=translated)
+    CountedItem.comparisons = 0
+    to_chat_request(
+        {"input": [*items, {"role": "user", "content": "next"}]},
+        model="m",
+        stream=False,
+        translated=translated,
+    )
+    assert CountedItem.comparisons <= 1  # the same objects: identity decides (but the last)
+    reread = [CountedItem(item) for item in items]
+    CountedItem.comparisons = 0
+    chat = to_chat_request(
+        {"input": [*reread, {"role": "user", "content": "next"}]},
+        model="m",
+        stream=False,
+        translated=translated,
+    )
+    assert chat.encoded_messages is not None  # reused: equal items match
+    assert CountedItem.comparisons <= len(items) + 1  # its last item, then one pass
+
+
 def test_a_tool_call_merged_into_a_kept_message_leaves_the_kept_one_unchanged() -> None:
     translated = TranslatedInputs(min_items=1)
     answer = {"type": "message", "role": "assistant", "content": "Let me look."}

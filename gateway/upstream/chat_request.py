@@ -235,20 +235,21 @@ class TranslatedInputs:
         return self._held
 
     def _longest_prefix(self, items: list[Item], most: int) -> _Translated | None:
-        best: tuple[int, _Translated] | None = None
-        for key, entry in self._entries.items():
+        """The longest kept context that ``items`` start with, at most ``most`` long.
+
+        Longest first, so a match ends the search: comparing a prefix costs little for the
+        very same item objects, but a deep comparison of each item for equal ones (a chain
+        read from the store again).
+        """
+        ranked = sorted(
+            self._entries.items(), key=lambda entry: (len(entry[1].items), entry[0]), reverse=True
+        )
+        for key, entry in ranked:
             size = len(entry.items)
-            if (
-                (best is None or size > len(best[1].items))
-                and size <= most
-                and items[size - 1] == entry.items[-1]
-                and items[:size] == entry.items
-            ):
-                best = key, entry
-        if best is None:
-            return None
-        self._entries.move_to_end(best[0])
-        return best[1]
+            if size <= most and items[size - 1] == entry.items[-1] and items[:size] == entry.items:
+                self._entries.move_to_end(key)
+                return entry
+        return None
 
     def _keep(self, entry: _Translated) -> None:
         self._entries[self._next_key] = entry
