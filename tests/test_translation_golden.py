@@ -186,7 +186,8 @@ class CountedItem(dict[str, Any]):
 
 def test_the_longest_kept_context_is_compared_first() -> None:
     """A chain read again from the store holds equal, not identical, items: only the
-    longest kept context is compared item by item, not every shorter one before it."""
+    longest kept context is compared item by item, not every shorter one before it, and
+    only once."""
     translated = TranslatedInputs(min_items=1)
     items: list[dict[str, Any]] = []
     for turn in range(12):
@@ -213,6 +214,14 @@ def test_the_longest_kept_context_is_compared_first() -> None:
     )
     assert chat.encoded_messages is not None  # reused: equal items match
     assert CountedItem.comparisons <= len(items) + 1  # its last item, then one pass
+    CountedItem.comparisons = 0
+    to_chat_request(
+        {"input": [*reread, {"role": "user", "content": "again"}]},
+        model="m",
+        stream=False,
+        translated=translated,
+    )
+    assert CountedItem.comparisons <= 1  # the kept context now holds the objects read again
 
 
 def test_a_tool_call_merged_into_a_kept_message_leaves_the_kept_one_unchanged() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -239,7 +239,7 @@ class TranslatedInputs:
 
         Longest first, so a match ends the search: comparing a prefix costs little for the
         very same item objects, but a deep comparison of each item for equal ones (a chain
-        read from the store again).
+        read from the store again). A context matched by equal objects then keeps those.
         """
         ranked = sorted(
             self._entries.items(), key=lambda entry: (len(entry[1].items), entry[0]), reverse=True
@@ -247,6 +247,9 @@ class TranslatedInputs:
         for key, entry in ranked:
             size = len(entry.items)
             if size <= most and items[size - 1] == entry.items[-1] and items[:size] == entry.items:
+                if items[size - 1] is not entry.items[-1]:  # equal objects, not the same:
+                    entry = replace(entry, items=items[:size])  # the next match is by identity
+                    self._entries[key] = entry
                 self._entries.move_to_end(key)
                 return entry
         return None
