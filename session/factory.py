@@ -72,7 +72,7 @@ def check_backend_installed(settings: SessionSettings) -> None:
 def build_store(settings: SessionSettings) -> SessionStore:
     """Return the backend ``settings`` names, ready to use (schema migrated)."""
     if settings.backend == "memory":
-        return MemoryStore(max_depth=settings.max_chain_depth)
+        return MemoryStore(max_depth=settings.max_chain_depth, cache_turns=settings.cache_turns)
     if settings.backend == "postgres":
         check_backend_installed(settings)
         from .postgres import PostgresStore

@@ -8,14 +8,17 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+import orjson
+
 from .agent_store import AgentStore, MemoryRunner
-from .chain import DEFAULT_MAX_DEPTH, assemble_chain
+from .chain import DEFAULT_MAX_DEPTH
 from .conversations import Conversation, fresh_items
 from .errors import ConversationNotFound, ItemNotFound, KeyNotFound, ResponseNotFound
 from .keys import ApiKey
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse, normalise_input
 from .paging import Order, page_items
 from .policy import check_save
+from .turn_cache import TurnCache, resolve_cached
 from .usage import Pruned, UsageRow, usage_of
 
 T = TypeVar("T")
@@ -39,7 +42,7 @@ class _Serialised(Mapping[str, T]):
 
 
 def _chain_turn(serialised: str) -> ChainTurn:
-    record = json.loads(serialised)
+    record = orjson.loads(serialised)
     return ChainTurn(
         record["id"],
         record["previous_response_id"],
@@ -68,11 +71,16 @@ class _ConversationState:
 class MemoryStore:
     """Keeps records serialised, so callers mutating what they saved or read change nothing.
 
-    Every method runs without awaiting, so each is atomic on the event loop.
+    Chains are resolved as the other backends do: through a cache of decoded turns (its
+    item lists are shared with callers, who must not change them) and the chains resolved
+    last, dropped by any delete. Every method runs without awaiting, so each is atomic on
+    the event loop.
     """
 
-    def __init__(self, *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+    def __init__(self, *, max_depth: int = DEFAULT_MAX_DEPTH, cache_turns: int = 20_000) -> None:
         self._max_depth = max_depth
+        self._cache = TurnCache(cache_turns)
+        self._deletions = 0  # the deletion generation
         self._responses: dict[str, dict[str, str]] = {}
         self._unfinished: dict[tuple[str, str], float] = {}  # (project, id) -> created_at
         self._conversations: dict[str, dict[str, _ConversationState]] = {}
@@ -111,7 +119,9 @@ class MemoryStore:
         )
         if conversation_items is not None and record.conversation_id is not None:
             self._conversation(record.project, record.conversation_id).append(conversation_items)
-        self._responses[record.project][record.id] = record.model_dump_json()
+        serialised = record.model_dump_json()
+        self._responses[record.project][record.id] = serialised
+        self._cache.put(record.project, _chain_turn(serialised))  # its own copy of the items
         key = (record.project, record.id)
         if record.status in ("in_progress", "queued"):
             self._unfinished[key] = record.created_at
@@ -119,8 +129,31 @@ class MemoryStore:
             self._unfinished.pop(key, None)
 
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
-        turns = _Serialised(self._responses.get(project, {}), _chain_turn)
-        return assemble_chain(response_id, turns, self._max_depth)
+        records = self._responses.get(project, {})
+
+        async def generation() -> int:
+            return self._deletions
+
+        async def existing(ids: list[str]) -> set[str]:
+            return {response_id for response_id in ids if response_id in records}
+
+        async def fetch(head: str, limit: int) -> list[ChainTurn]:
+            turns: list[ChainTurn] = []
+            current: str | None = head
+            while current in records and len(turns) < limit:
+                turns.append(_chain_turn(records[current]))
+                current = turns[-1].previous_response_id
+            return turns
+
+        return await resolve_cached(
+            self._cache,
+            project,
+            response_id,
+            self._max_depth,
+            generation=generation,
+            existing=existing,
+            fetch=fetch,
+        )
 
     async def list_input_items(
         self,
@@ -138,6 +171,8 @@ class MemoryStore:
     async def delete(self, project: str, response_id: str) -> None:
         if self._responses.get(project, {}).pop(response_id, None) is None:
             raise ResponseNotFound(response_id)
+        self._deletions += 1
+        self._cache.discard(project, response_id)
         self._unfinished.pop((project, response_id), None)
 
     # -- conversations -----------------------------------------------------------------

@@ -36,6 +36,34 @@ def test_three_turn_chain_sends_full_history_and_latest_instructions(gateway: Ga
     assert third.usage.output_tokens_details.reasoning_tokens == 2
 
 
+def test_a_long_chain_and_its_branches_send_their_whole_context_every_turn(
+    gateway: Gateway,
+) -> None:
+    """Past a few turns the context is sent from the translation and JSON kept from the
+    turn before: what arrives upstream is still exactly the chain's messages."""
+    client = gateway.client()
+    expected: list[dict[str, str]] = []
+    previous, ids = None, []
+    for n in range(8):
+        response = client.responses.create(
+            model="chat-model", input=f"q{n}", instructions=f"I{n}", previous_response_id=previous
+        )
+        sent = gateway.fake.last["messages"]
+        assert sent == [
+            {"role": "system", "content": f"I{n}"},
+            *expected,
+            {"role": "user", "content": f"q{n}"},
+        ]
+        expected += [
+            {"role": "user", "content": f"q{n}"},
+            {"role": "assistant", "content": f"reply to: q{n}"},
+        ]
+        previous = response.id
+        ids.append(response.id)
+    client.responses.create(model="chat-model", input="branch", previous_response_id=ids[5])
+    assert gateway.fake.last["messages"] == [*expected[:12], {"role": "user", "content": "branch"}]
+
+
 def test_branches_resolve_their_own_paths(gateway: Gateway) -> None:
     client = gateway.client()
     root = client.responses.create(model="chat-model", input="root")

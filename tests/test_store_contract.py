@@ -157,6 +157,7 @@ async def test_resolving_a_missing_head_is_not_found(store: SessionStore) -> Non
 
 async def test_a_deleted_ancestor_breaks_the_chain(store: SessionStore) -> None:
     await save_chain(store, 3)
+    assert len((await store.resolve_chain("default", "r2")).turns) == 3  # kept in memory
     await store.delete("default", "r1")
     with pytest.raises(ChainAncestorMissing) as caught:
         await store.resolve_chain("default", "r2")
