@@ -46,6 +46,15 @@ _COLUMN_NAMES = (
 )
 _COLUMNS = ", ".join(_COLUMN_NAMES)
 _PLACEHOLDERS = ", ".join("?" for _ in _COLUMN_NAMES)
+_INSERT = f"INSERT INTO responses ({_COLUMNS}) VALUES ({_PLACEHOLDERS})"
+# An overwrite writes what a turn became; its id, parent (the policy checks it),
+# conversation and creation time stay, and so do the index entries on them.
+_CHANGING = _COLUMN_NAMES[5:]
+_UPDATE = (
+    "UPDATE responses SET "
+    + ", ".join(f"{name} = ?" for name in _CHANGING)
+    + " WHERE project = ? AND id = ?"
+)
 
 # One statement: the recursive part walks parent links (UNION drops a row seen before,
 # so a corrupted cycle ends), LIMIT stops one row past the depth limit, and the outer
@@ -184,8 +193,10 @@ class SQLiteStore:
                 conversations.append(
                     conn, record.project, record.conversation_id, conversation_items
                 )
-            verb = "INSERT OR REPLACE" if existing is not None else "INSERT"
-            conn.execute(f"{verb} INTO responses ({_COLUMNS}) VALUES ({_PLACEHOLDERS})", row)
+            if existing is None:
+                conn.execute(_INSERT, row)
+            else:
+                conn.execute(_UPDATE, (*row[-len(_CHANGING) :], record.project, record.id))
 
         try:
             await self._db.write(write)
