@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import openai
 import pytest
 
@@ -62,6 +64,39 @@ def test_a_long_chain_and_its_branches_send_their_whole_context_every_turn(
         ids.append(response.id)
     client.responses.create(model="chat-model", input="branch", previous_response_id=ids[5])
     assert gateway.fake.last["messages"] == [*expected[:12], {"role": "user", "content": "branch"}]
+
+
+def test_a_long_chain_reaches_a_responses_upstream_whole_and_without_item_ids(
+    gateway: Gateway,
+) -> None:
+    """Past a few turns the input's JSON is reused from the turn before; the upstream
+    still gets exactly the chain's items, stateless."""
+
+    def texts(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        assert not any("id" in item for item in items)
+        return [(item["role"], item["content"][0]["text"]) for item in items]
+
+    client = gateway.client()
+    expected: list[tuple[str, str]] = []
+    previous, ids = None, []
+    for n in range(8):
+        response = client.responses.create(
+            model="resp-model",
+            input=[{"role": "user", "content": [{"type": "input_text", "text": f"q{n}"}]}],
+            previous_response_id=previous,
+        )
+        sent = gateway.fake.last
+        assert sent["store"] is False and "previous_response_id" not in sent
+        assert texts(sent["input"]) == [*expected, ("user", f"q{n}")]
+        expected += [("user", f"q{n}"), ("assistant", f"reply to: q{n}")]
+        previous = response.id
+        ids.append(response.id)
+    client.responses.create(
+        model="resp-model",
+        input=[{"role": "user", "content": [{"type": "input_text", "text": "branch"}]}],
+        previous_response_id=ids[5],
+    )
+    assert texts(gateway.fake.last["input"]) == [*expected[:12], ("user", "branch")]
 
 
 def test_branches_resolve_their_own_paths(gateway: Gateway) -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from .errors import UnsupportedInput
+from .kept_contexts import KeptContexts, answer_end, joined
 from .output_builder import ToolName
 from .results import Item
 
@@ -165,7 +165,6 @@ class _Messages:
 
 @dataclass(frozen=True)
 class _Translated:
-    items: list[Item]
     messages: list[Item]
     reasoning: list[str]
     encoded: bytes  # the messages but the last (which a later tool call may replace), as JSON
@@ -174,101 +173,48 @@ class _Translated:
         return (len(self.messages) - 1, self.encoded) if self.encoded else None
 
 
-_ANSWER_TYPES = frozenset({"function_call", "custom_tool_call", "reasoning"})
-
-
-def _answer_end(items: list[Item]) -> int:
-    """The length of ``items`` up to their last item of a model's answer (0: none)."""
-    for end in range(len(items), 0, -1):
-        item = items[end - 1]
-        if item.get("type") in _ANSWER_TYPES or item.get("role") == "assistant":
-            return end
-    return 0
-
-
 class TranslatedInputs:
-    """Earlier requests' context, up to the model's last answer, as chat messages.
-
-    The next turn of a chain, or another branch from the same turn, sends that context
-    again plus its own items: only those are translated. A prefix is matched by value
-    (list equality, instant for the very same item objects a chain's cache hands out), so
-    a match is always correct. Contexts shorter than ``min_items`` cost less to translate
-    than to look up, and are not kept.
-    """
+    """Earlier requests' context, up to the model's last answer, as chat messages and
+    their JSON (see :mod:`.kept_contexts`): a chain's next turn translates its own items."""
 
     def __init__(self, max_entries: int = 16, max_items: int = 100_000, min_items: int = 8) -> None:
-        self._max_entries = max_entries
-        self._max_items = max_items
-        self._min_items = min_items
-        self._entries: OrderedDict[int, _Translated] = OrderedDict()
-        self._next_key = 0
-        self._held = 0  # items in all entries
+        self._kept = KeptContexts[_Translated](max_entries, max_items, min_items)
 
     def translate(self, items: list[Item]) -> _Messages:
-        context = _answer_end(items)
-        if context < self._min_items:
+        context = answer_end(items)
+        if context < self._kept.min_items:
             messages = _Messages()
             messages.add(items, 0)
             return messages
-        done = self._longest_prefix(items, context)
+        done = self._kept.longest_prefix(items, context)
         if done is None:
             messages = _Messages()
         else:
-            messages = _Messages(list(done.messages), list(done.reasoning))  # copies: kept stays
-            messages.encoded = done.head()
+            made = done.made
+            messages = _Messages(list(made.messages), list(made.reasoning))  # copies: kept stays
+            messages.encoded = made.head()
         start = len(done.items) if done else 0
         if start < context:
             messages.add(items[start:context], start)
-            if context <= self._max_items:
-                kept = _Translated(
-                    items[:context],
-                    list(messages.messages),
-                    list(messages.pending_reasoning),
-                    _encoded_head(messages.messages, done),
-                )
-                self._keep(kept)
-                messages.encoded = kept.head()
+            translated = _Translated(
+                list(messages.messages),
+                list(messages.pending_reasoning),
+                _encoded_head(messages.messages, done.made if done else None),
+            )
+            self._kept.keep(items[:context], translated)
+            messages.encoded = translated.head()
         messages.add(items[context:], context)
         return messages
 
     def kept_items(self) -> int:
-        return self._held
-
-    def _longest_prefix(self, items: list[Item], most: int) -> _Translated | None:
-        """The longest kept context that ``items`` start with, at most ``most`` long.
-
-        Longest first, so a match ends the search: comparing a prefix costs little for the
-        very same item objects, but a deep comparison of each item for equal ones (a chain
-        read from the store again). A context matched by equal objects then keeps those.
-        """
-        ranked = sorted(
-            self._entries.items(), key=lambda entry: (len(entry[1].items), entry[0]), reverse=True
-        )
-        for key, entry in ranked:
-            size = len(entry.items)
-            if size <= most and items[size - 1] == entry.items[-1] and items[:size] == entry.items:
-                if items[size - 1] is not entry.items[-1]:  # equal objects, not the same:
-                    entry = replace(entry, items=items[:size])  # the next match is by identity
-                    self._entries[key] = entry
-                self._entries.move_to_end(key)
-                return entry
-        return None
-
-    def _keep(self, entry: _Translated) -> None:
-        self._entries[self._next_key] = entry
-        self._next_key += 1
-        self._held += len(entry.items)
-        while len(self._entries) > self._max_entries or self._held > self._max_items:
-            _, dropped = self._entries.popitem(last=False)
-            self._held -= len(dropped.items)
+        return self._kept.kept_items()
 
 
 def _encoded_head(messages: list[Item], done: _Translated | None) -> bytes:
     """``messages`` but the last as JSON, extending what ``done`` (a prefix) encoded."""
     if done is None or not done.encoded:
         return _inner(messages[:-1])
-    rest = _inner(messages[len(done.messages) - 1 : -1])
-    return done.encoded + b"," + rest if rest else done.encoded
+    return joined(done.encoded, _inner(messages[len(done.messages) - 1 : -1]))
 
 
 def _custom_as_function(tool: Item) -> Item:

@@ -30,6 +30,7 @@ from .errors import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
+from .kept_contexts import EncodedInputs
 
 logger = logging.getLogger("gateway.upstream")
 
@@ -86,8 +87,10 @@ class ProviderClient:
         if settings.api_key:
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
         self._base_url = (settings.base_url or "").rstrip("/")
-        # The provider's last requests as chat messages (used by Chat Completions providers).
+        # The provider's last requests as chat messages (for a Chat Completions provider)
+        # or as JSON (for a Responses provider).
         self.translated = TranslatedInputs()
+        self.encoded = EncodedInputs()
 
     @classmethod
     @asynccontextmanager

@@ -19,6 +19,7 @@ from session import new_item_id
 from .base import UpstreamStream, replay
 from .errors import UpstreamError, UpstreamInvalidResponse
 from .http import ProviderClient, describe_stream_failure, scrub
+from .kept_contexts import EncodedInputs
 from .results import Event, Item, TurnResult, complete_usage, failed_result
 
 # The gateway sends its own lifecycle events; the upstream's are read, not forwarded.
@@ -92,16 +93,31 @@ class IdMap:
         )
 
 
+def _stateless_items(items: list[Item]) -> list[Item]:
+    return [{key: value for key, value in item.items() if key != "id"} for item in items]
+
+
 def upstream_payload(request: Item, stream: bool) -> Item:
     """The request as the upstream gets it: stateless, without the gateway's item ids."""
     payload = {key: value for key, value in request.items() if key not in ("conversation",)}
-    payload["input"] = [
-        {key: value for key, value in item.items() if key != "id"} for item in request["input"]
-    ]
+    payload["input"] = _stateless_items(request["input"])
     payload["store"] = False
     payload["stream"] = stream
     payload.pop("previous_response_id", None)
     return payload
+
+
+def _encoded_items(items: list[Item]) -> bytes:
+    return orjson.dumps(_stateless_items(items))[1:-1]
+
+
+def upstream_body(request: Item, stream: bool, encoded: EncodedInputs) -> bytes:
+    """:func:`upstream_payload` as JSON (its input last), the input's encoding reused
+    from earlier requests of the chain."""
+    payload = upstream_payload({**request, "input": []}, stream)
+    del payload["input"]  # it always holds "store" and "stream": never an empty object
+    items = encoded.encode(request["input"], _encoded_items)
+    return b"".join([orjson.dumps(payload)[:-1], b',"input":[', *items, b"]}"])
 
 
 class ResponsesUpstream:
@@ -112,7 +128,7 @@ class ResponsesUpstream:
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
-        payload = upstream_payload(request, stream)
+        payload = upstream_body(request, stream, self._client.encoded)
         if not stream:
             body = await self._client.fetch_json("/responses", payload)
             try:
