@@ -9,11 +9,14 @@ reads one number, not one row per turn.
 
 The chains resolved last are kept too: a turn continuing one of them (or its tip's
 child, as an agent's next turn does) extends it by one turn, a copy of two lists,
-instead of walking every turn again.
+instead of walking every turn again. A chain that must be walked is walked once per
+process at a time: requests for it that arrive meanwhile (branches fanned out from a
+chain not in memory) wait for that walk.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
@@ -37,6 +40,8 @@ class TurnCache:
         self.generation = -1  # the newest deletion generation seen
         # (project, head) -> [the resolved chain, the generation it was resolved at]
         self._chains: OrderedDict[tuple[str, str], tuple[ResolvedChain, int]] = OrderedDict()
+        # (project, head, generation) -> the walk of that chain under way
+        self.walks: dict[tuple[str, str, int], _Walk] = {}
 
     def chain(self, project: str, head: str, generation: int) -> ResolvedChain | None:
         """The chain resolved at ``generation`` that ends at ``head``, if one is kept."""
@@ -106,11 +111,44 @@ async def resolve_cached(
     cache.generation = max(cache.generation, now)
     chain = cache.chain(project, head, now) or await _extended(cache, project, head, now, existing)
     if chain is None:
-        chain = await _walked(cache, project, head, max_depth, now, existing, fetch)
+        key = (project, head, now)
+        walk = cache.walks.get(key)
+        if walk is None:  # else another request walks this chain already: wait for it
+            task = asyncio.create_task(
+                _walked(cache, project, head, max_depth, now, existing, fetch)
+            )
+            walk = cache.walks[key] = _Walk(task)
+            task.add_done_callback(lambda _: cache.walks.pop(key, None))
+            task.add_done_callback(_retrieved)
+        chain = await walk.joined()
     if len(chain.turns) > max_depth:
         raise ChainTooDeep(head, max_depth)
     cache.keep_chain(project, chain, now)
     return chain
+
+
+class _Walk:
+    """A walk of one chain and how many callers wait for it; the last to leave stops it."""
+
+    def __init__(self, task: asyncio.Task[ResolvedChain]) -> None:
+        self.task = task
+        self.waiting = 0
+
+    async def joined(self) -> ResolvedChain:
+        self.waiting += 1
+        try:
+            return await asyncio.shield(self.task)  # one caller gone leaves the others theirs
+        except asyncio.CancelledError:
+            if self.waiting == 1:
+                self.task.cancel()
+            raise
+        finally:
+            self.waiting -= 1
+
+
+def _retrieved(task: asyncio.Task[ResolvedChain]) -> None:
+    if not task.cancelled():
+        task.exception()  # its callers have it (or are gone)
 
 
 async def _extended(

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from gateway import create_app
@@ -29,9 +29,12 @@ EXAMPLES = int(os.environ.get("GATEWAY_FUZZ_EXAMPLES", "120"))
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
+    # The default run draws the same examples every time; a longer one searches afresh.
+    derandomize="GATEWAY_FUZZ_EXAMPLES" not in os.environ,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 JSON = {"content-type": "application/json"}
+SLASHED_ID = {"role": "user", "content": "a", "id": "a/b"}  # stored; no URL path can name it
 TRACEBACK = "Traceback (most recent call" + " last)"
 
 
@@ -97,6 +100,8 @@ def test_create_response(client: httpx.Client, errors: ErrorLog, body: dict[str,
 
 
 @FUZZ
+@example(items_=[{"type": "reasoning", "id": "\x1f"}], metadata=None, update={}, appended=[])
+@example(items_=[SLASHED_ID], metadata=None, update=0, appended=[])
 @given(
     items_=st.lists(st.one_of(items(), st.just({"role": "user", "content": "hi"})), max_size=3),
     metadata=st.one_of(st.none(), HOSTILE),
@@ -124,7 +129,11 @@ def test_conversations(
     assert client.get(path).status_code == 200
     listed = check(client.get(f"{path}/items", params={"limit": 100}), errors)
     for item in listed["data"]:
-        assert check(client.get(f"{path}/items/{item['id']}"), errors)["id"] == item["id"]
+        answer = client.get(f"{path}/items/{quote(item['id'], safe='')}")
+        if "/" in item["id"]:  # no path segment carries it, even percent-encoded
+            assert check(answer, errors) and answer.status_code == 404
+        else:
+            assert check(answer, errors)["id"] == item["id"]
     turn = {"model": "echo", "input": "go on", "conversation": conversation["id"]}
     assert check(client.post("/v1/responses", json=turn), errors)["status"] == "completed"
     # A chat upstream may refuse a stored item it cannot express, but only with a 400

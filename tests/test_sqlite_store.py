@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import multiprocessing
 import re
@@ -34,6 +35,50 @@ async def test_the_chain_is_read_with_one_statement(tmp_path: Path) -> None:
     store.read_connection.set_trace_callback(None)
     assert len(chain.turns) == 50
     assert len(statements) == 1, statements
+    await store.close()
+
+
+async def test_branches_fanned_out_from_a_cold_chain_walk_it_once(tmp_path: Path) -> None:
+    writer = SQLiteStore(tmp_path / "s.db")
+    parent = None
+    for n in range(50):
+        await writer.save(turn(f"r{n}", parent))
+        parent = f"r{n}"
+    await writer.close()
+    store = SQLiteStore(tmp_path / "s.db")  # nothing cached yet
+    statements: list[str] = []
+    store.read_connection.set_trace_callback(statements.append)
+    chains = await asyncio.gather(*(store.resolve_chain("default", "r49") for _ in range(8)))
+    store.read_connection.set_trace_callback(None)
+    assert [len(chain.turns) for chain in chains] == [50] * 8
+    assert len(statements) == 1, statements
+    await store.close()
+
+
+async def test_a_walk_outlives_a_caller_gone_and_stops_with_the_last(tmp_path: Path) -> None:
+    writer = SQLiteStore(tmp_path / "s.db")
+    await writer.save(turn("r0"))
+    await writer.save(turn("r1", "r0"))
+    await writer.close()
+    store = SQLiteStore(tmp_path / "s.db")  # nothing cached yet
+    first = asyncio.create_task(store.resolve_chain("default", "r1"))
+    second = asyncio.create_task(store.resolve_chain("default", "r1"))
+    await asyncio.sleep(0)  # both wait for one walk
+    first.cancel()
+    assert len((await second).turns) == 2  # the walk went on for the one still waiting
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    await store.close()
+
+    store = SQLiteStore(tmp_path / "s.db")
+    alone = asyncio.create_task(store.resolve_chain("default", "r1"))
+    await asyncio.sleep(0)
+    alone.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await alone
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert store._cache.walks == {}  # stopped and forgotten with its last caller
     await store.close()
 
 
