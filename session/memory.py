@@ -129,31 +129,23 @@ class MemoryStore:
             self._unfinished.pop(key, None)
 
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
+        return await resolve_cached(self._cache, self, project, response_id, self._max_depth)
+
+    async def deletion_generation(self) -> int:
+        return self._deletions
+
+    async def existing_ids(self, project: str, ids: list[str]) -> set[str]:
         records = self._responses.get(project, {})
+        return {response_id for response_id in ids if response_id in records}
 
-        async def generation() -> int:
-            return self._deletions
-
-        async def existing(ids: list[str]) -> set[str]:
-            return {response_id for response_id in ids if response_id in records}
-
-        async def fetch(head: str, limit: int) -> list[ChainTurn]:
-            turns: list[ChainTurn] = []
-            current: str | None = head
-            while current in records and len(turns) < limit:
-                turns.append(_chain_turn(records[current]))
-                current = turns[-1].previous_response_id
-            return turns
-
-        return await resolve_cached(
-            self._cache,
-            project,
-            response_id,
-            self._max_depth,
-            generation=generation,
-            existing=existing,
-            fetch=fetch,
-        )
+    async def chain_turns(self, project: str, head: str, limit: int) -> list[ChainTurn]:
+        records = self._responses.get(project, {})
+        turns: list[ChainTurn] = []
+        current: str | None = head
+        while current in records and len(turns) < limit:
+            turns.append(_chain_turn(records[current]))
+            current = turns[-1].previous_response_id
+        return turns
 
     async def list_input_items(
         self,

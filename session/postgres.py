@@ -186,27 +186,19 @@ class PostgresStore:
 
     @bounded
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
-        async def generation() -> int:
-            async with self._connection() as conn:
-                return await chains.deletion_generation(conn)
+        return await resolve_cached(self._cache, self, project, response_id, self._max_depth)
 
-        async def existing(ids: list[str]) -> set[str]:
-            async with self._connection() as conn:
-                return await chains.existing_ids(conn, project, ids)
+    async def deletion_generation(self) -> int:
+        async with self._connection() as conn:
+            return await chains.deletion_generation(conn)
 
-        async def fetch(head: str, limit: int) -> list[ChainTurn]:
-            async with self._connection() as conn:
-                return await chains.chain_turns(conn, project, head, limit)
+    async def existing_ids(self, project: str, ids: list[str]) -> set[str]:
+        async with self._connection() as conn:
+            return await chains.existing_ids(conn, project, ids)
 
-        return await resolve_cached(
-            self._cache,
-            project,
-            response_id,
-            self._max_depth,
-            generation=generation,
-            existing=existing,
-            fetch=fetch,
-        )
+    async def chain_turns(self, project: str, head: str, limit: int) -> list[ChainTurn]:
+        async with self._connection() as conn:
+            return await chains.chain_turns(conn, project, head, limit)
 
     @bounded
     async def list_input_items(

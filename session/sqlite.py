@@ -205,29 +205,21 @@ class SQLiteStore:
         self._cache.put(record.project, chain_turn(record))
 
     async def resolve_chain(self, project: str, response_id: str) -> ResolvedChain:
-        async def generation() -> int:
-            return await self._db.read_now(_deletion_generation)
+        return await resolve_cached(self._cache, self, project, response_id, self._max_depth)
 
-        async def existing(ids: list[str]) -> set[str]:
-            return await self._db.read_now(lambda conn: _existing_ids(conn, project, ids))
+    async def deletion_generation(self) -> int:
+        return await self._db.read_now(_deletion_generation)
 
-        async def fetch(head: str, limit: int) -> list[ChainTurn]:
-            params = {"project": project, "id": head, "limit": limit}
-            rows = await self._db.read(lambda conn: conn.execute(_CHAIN_SQL, params).fetchall())
-            return [
-                ChainTurn(row[0], row[1], row[2], orjson.loads(row[3]), orjson.loads(row[4]))
-                for row in rows
-            ]
+    async def existing_ids(self, project: str, ids: list[str]) -> set[str]:
+        return await self._db.read_now(lambda conn: _existing_ids(conn, project, ids))
 
-        return await resolve_cached(
-            self._cache,
-            project,
-            response_id,
-            self._max_depth,
-            generation=generation,
-            existing=existing,
-            fetch=fetch,
-        )
+    async def chain_turns(self, project: str, head: str, limit: int) -> list[ChainTurn]:
+        params = {"project": project, "id": head, "limit": limit}
+        rows = await self._db.read(lambda conn: conn.execute(_CHAIN_SQL, params).fetchall())
+        return [
+            ChainTurn(row[0], row[1], row[2], orjson.loads(row[3]), orjson.loads(row[4]))
+            for row in rows
+        ]
 
     async def list_input_items(
         self,

@@ -18,13 +18,29 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from .chain import assemble_chain
 from .errors import ChainTooDeep, ResponseNotFound
 from .models import CONTINUABLE_STATUSES, ChainTurn, ResolvedChain, item_types
 
 KEPT_CHAINS = 64
+
+
+class ChainReads(Protocol):
+    """What resolving a chain reads of a store."""
+
+    async def deletion_generation(self) -> int:
+        """The store's deletion generation (raised by every delete of a turn)."""
+        ...
+
+    async def existing_ids(self, project: str, ids: list[str]) -> set[str]:
+        """Which of ``ids`` are still stored."""
+        ...
+
+    async def chain_turns(self, project: str, head: str, limit: int) -> list[ChainTurn]:
+        """Up to ``limit`` turns of the chain that ends at ``head``, as one query."""
+        ...
 
 
 class TurnCache:
@@ -92,31 +108,17 @@ class TurnCache:
 
 
 async def resolve_cached(
-    cache: TurnCache,
-    project: str,
-    head: str,
-    max_depth: int,
-    *,
-    generation: Callable[[], Awaitable[int]],
-    existing: Callable[[list[str]], Awaitable[set[str]]],
-    fetch: Callable[[str, int], Awaitable[list[ChainTurn]]],
+    cache: TurnCache, store: ChainReads, project: str, head: str, max_depth: int
 ) -> ResolvedChain:
-    """Resolve the chain ending at ``head``: cached turns first, the rest from the store.
-
-    ``generation()`` reads the store's deletion generation; ``existing(ids)`` returns
-    which of the ids are still stored; ``fetch(id, limit)`` reads up to ``limit`` turns
-    of the chain that ends at ``id``, as one query.
-    """
-    now = await generation()
+    """Resolve the chain ending at ``head``: cached turns first, the rest from ``store``."""
+    now = await store.deletion_generation()
     cache.generation = max(cache.generation, now)
-    chain = cache.chain(project, head, now) or await _extended(cache, project, head, now, existing)
+    chain = cache.chain(project, head, now) or await _extended(cache, store, project, head, now)
     if chain is None:
         key = (project, head, now)
         walk = cache.walks.get(key)
         if walk is None:  # else another request walks this chain already: wait for it
-            task = asyncio.create_task(
-                _walked(cache, project, head, max_depth, now, existing, fetch)
-            )
+            task = asyncio.create_task(_walked(cache, store, project, head, max_depth, now))
             walk = cache.walks[key] = _Walk(task)
             task.add_done_callback(lambda _: cache.walks.pop(key, None))
             task.add_done_callback(_retrieved)
@@ -152,11 +154,7 @@ def _retrieved(task: asyncio.Task[ResolvedChain]) -> None:
 
 
 async def _extended(
-    cache: TurnCache,
-    project: str,
-    head: str,
-    now: int,
-    existing: Callable[[list[str]], Awaitable[set[str]]],
+    cache: TurnCache, store: ChainReads, project: str, head: str, now: int
 ) -> ResolvedChain | None:
     """The kept chain of ``head``'s parent with ``head`` added, if both are cached."""
     turn, checked = cache.get(project, head) or (None, now)
@@ -166,7 +164,7 @@ async def _extended(
     if parent is None:
         return None
     if checked < now:
-        if head not in await existing([head]):
+        if head not in await store.existing_ids(project, [head]):
             cache.discard(project, head)
             raise ResponseNotFound(head)
         cache.put(project, turn, now)
@@ -179,19 +177,13 @@ async def _extended(
 
 
 async def _walked(
-    cache: TurnCache,
-    project: str,
-    head: str,
-    max_depth: int,
-    now: int,
-    existing: Callable[[list[str]], Awaitable[set[str]]],
-    fetch: Callable[[str, int], Awaitable[list[ChainTurn]]],
+    cache: TurnCache, store: ChainReads, project: str, head: str, max_depth: int, now: int
 ) -> ResolvedChain:
     """The chain walked turn by turn, through the cache and then the store."""
     entries, first_missing = cache.walk(project, head, max_depth)
     unchecked = [response_id for response_id, (_, checked) in entries.items() if checked < now]
     if unchecked:
-        stored = await existing(unchecked)
+        stored = await store.existing_ids(project, unchecked)
         for response_id in unchecked:
             if response_id in stored:
                 entries[response_id] = (entries[response_id][0], now)
@@ -199,7 +191,7 @@ async def _walked(
                 del entries[response_id]
                 cache.discard(project, response_id)
     if first_missing is not None:
-        for turn in await fetch(first_missing, max_depth + 1 - len(entries)):
+        for turn in await store.chain_turns(project, first_missing, max_depth + 1 - len(entries)):
             entries[turn.id] = (turn, now)
     chain = assemble_chain(head, {key: turn for key, (turn, _) in entries.items()}, max_depth)
     # Oldest first, so the head ends the most recently used: a chain longer than the

@@ -21,7 +21,11 @@ from .records import turn
 pytestmark = pytest.mark.anyio
 
 
-async def test_the_chain_is_read_with_one_statement(tmp_path: Path) -> None:
+@pytest.mark.parametrize("readers", [1, 8])
+async def test_a_chain_is_read_with_one_statement_however_many_ask(
+    tmp_path: Path, readers: int
+) -> None:
+    """Branches fanned out from a chain not in memory wait for one read of it."""
     writer = SQLiteStore(tmp_path / "s.db")
     parent = None
     for n in range(50):
@@ -31,26 +35,9 @@ async def test_the_chain_is_read_with_one_statement(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")  # nothing cached yet
     statements: list[str] = []
     store.read_connection.set_trace_callback(statements.append)
-    chain = await store.resolve_chain("default", "r49")
+    chains = await asyncio.gather(*(store.resolve_chain("default", "r49") for _ in range(readers)))
     store.read_connection.set_trace_callback(None)
-    assert len(chain.turns) == 50
-    assert len(statements) == 1, statements
-    await store.close()
-
-
-async def test_branches_fanned_out_from_a_cold_chain_walk_it_once(tmp_path: Path) -> None:
-    writer = SQLiteStore(tmp_path / "s.db")
-    parent = None
-    for n in range(50):
-        await writer.save(turn(f"r{n}", parent))
-        parent = f"r{n}"
-    await writer.close()
-    store = SQLiteStore(tmp_path / "s.db")  # nothing cached yet
-    statements: list[str] = []
-    store.read_connection.set_trace_callback(statements.append)
-    chains = await asyncio.gather(*(store.resolve_chain("default", "r49") for _ in range(8)))
-    store.read_connection.set_trace_callback(None)
-    assert [len(chain.turns) for chain in chains] == [50] * 8
+    assert [len(chain.turns) for chain in chains] == [50] * readers
     assert len(statements) == 1, statements
     await store.close()
 
