@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 
-from gateway.upstream.kept_contexts import EncodedInputs
+from gateway.upstream.kept_contexts import EncodedInputs, object_with_array
 from gateway.upstream.responses import upstream_body, upstream_payload
 
 
@@ -57,3 +57,12 @@ def test_a_branch_reuses_the_context_it_shares_and_nothing_else() -> None:
             request, False
         )
     assert encoded.kept_items() == len(trunk)
+
+
+def test_an_object_ends_with_its_array_of_encoded_runs() -> None:
+    runs = [b"", b'{"a":1},2', b"", b'"x"']
+    assert orjson.loads(object_with_array({"model": "m"}, "input", runs)) == {
+        "model": "m",
+        "input": [{"a": 1}, 2, "x"],
+    }
+    assert orjson.loads(object_with_array({}, "messages", [b""])) == {"messages": []}

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from .errors import UnsupportedInput
-from .kept_contexts import KeptContexts, answer_end, joined
+from .kept_contexts import KeptContexts, answer_end, joined, object_with_array
 from .output_builder import ToolName
 from .results import Item
 
@@ -33,13 +33,9 @@ class ChatRequest:
             return orjson.dumps(self.payload)
         start, count, head = self.encoded_messages
         messages = self.payload["messages"]
-        others = orjson.dumps({k: v for k, v in self.payload.items() if k != "messages"})
-        parts = [_inner(messages[:start]), head, _inner(messages[start + count :])]
-        pieces = [others[:-1], b',"messages":[']
-        for part in filter(None, parts):
-            pieces += (part, b",")
-        pieces[-1] = b"]}"  # in place of the last comma (the head is never empty)
-        return b"".join(pieces)
+        others = {key: value for key, value in self.payload.items() if key != "messages"}
+        runs = [_inner(messages[:start]), head, _inner(messages[start + count :])]
+        return object_with_array(others, "messages", runs)
 
 
 def _inner(values: list[Any]) -> bytes:

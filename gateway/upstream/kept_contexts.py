@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+import orjson
 
 from .results import Item
 
@@ -92,8 +94,8 @@ class EncodedInputs:
         self._kept = KeptContexts[bytes](max_entries, max_items, min_items)
 
     def encode(self, items: list[Item], encode: Callable[[list[Item]], bytes]) -> list[bytes]:
-        """``items`` as ``encode`` makes them (JSON values, comma-separated), reusing the
-        encoding of a kept context they start with: pieces to join once."""
+        """``items`` as ``encode`` makes them (runs of comma-separated JSON values, for
+        :func:`object_with_array`), reusing the encoding of a kept context they start with."""
         context = answer_end(items)
         if context < self._kept.min_items:
             return [encode(items)]
@@ -102,11 +104,23 @@ class EncodedInputs:
         if start < context:
             head = joined(head, encode(items[start:context]))
             self._kept.keep(items[:context], head)
-        tail = encode(items[context:])
-        return [head, b",", tail] if tail else [head]
+        return [head, encode(items[context:])]
 
     def kept_items(self) -> int:
         return self._kept.kept_items()
+
+
+def object_with_array(fields: dict[str, Any], key: str, runs: list[bytes]) -> bytes:
+    """``fields`` as a JSON object ending with ``key``: an array of the values in ``runs``
+    (comma-separated JSON values already encoded; empty runs are skipped), one copy."""
+    pieces = [orjson.dumps(fields)[:-1], b"," if fields else b"", orjson.dumps(key), b":["]
+    for run in runs:
+        if run:
+            pieces += (run, b",")
+    if pieces[-1] == b",":
+        pieces.pop()
+    pieces.append(b"]}")
+    return b"".join(pieces)
 
 
 def joined(first: bytes, second: bytes) -> bytes:

@@ -19,7 +19,7 @@ from session import new_item_id
 from .base import UpstreamStream, replay
 from .errors import UpstreamError, UpstreamInvalidResponse
 from .http import ProviderClient, describe_stream_failure, scrub
-from .kept_contexts import EncodedInputs
+from .kept_contexts import EncodedInputs, object_with_array
 from .results import Event, Item, TurnResult, complete_usage, failed_result
 
 # The gateway sends its own lifecycle events; the upstream's are read, not forwarded.
@@ -115,9 +115,8 @@ def upstream_body(request: Item, stream: bool, encoded: EncodedInputs) -> bytes:
     """:func:`upstream_payload` as JSON (its input last), the input's encoding reused
     from earlier requests of the chain."""
     payload = upstream_payload({**request, "input": []}, stream)
-    del payload["input"]  # it always holds "store" and "stream": never an empty object
-    items = encoded.encode(request["input"], _encoded_items)
-    return b"".join([orjson.dumps(payload)[:-1], b',"input":[', *items, b"]}"])
+    del payload["input"]
+    return object_with_array(payload, "input", encoded.encode(request["input"], _encoded_items))
 
 
 class ResponsesUpstream:
