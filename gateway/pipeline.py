@@ -20,6 +20,7 @@ from session import (
     StoredResponse,
     new_id,
     normalise_input,
+    trusted,
 )
 
 from .background import BackgroundTurns
@@ -131,20 +132,24 @@ class ResponsesService:
             # The body is validated already: the records are built without validating again.
             fields = {key: getattr(body, key) for key in RequestSnapshot.model_fields}
             fields["input"] = normalise_input(body.input)
-            snapshot = RequestSnapshot.model_construct(**fields)
-            record = StoredResponse.model_construct(
-                id=new_id("resp"),
-                previous_response_id=body.previous_response_id,
-                conversation_id=body.conversation_id,
-                project=project,
-                status="in_progress",
-                created_at=time.time(),
-                completed_at=None,
-                request=snapshot,
-                response=ResponseSnapshot.model_construct(
-                    output=[], usage=None, error=None, incomplete_details=None
-                ),
-                metadata={"user": body.user} if body.user else {},
+            snapshot = trusted(RequestSnapshot, fields)
+            record = trusted(
+                StoredResponse,
+                {
+                    "id": new_id("resp"),
+                    "previous_response_id": body.previous_response_id,
+                    "conversation_id": body.conversation_id,
+                    "project": project,
+                    "created_at": time.time(),
+                    "completed_at": None,
+                    "status": "in_progress",
+                    "request": snapshot,
+                    "response": trusted(
+                        ResponseSnapshot,
+                        {"output": [], "usage": None, "error": None, "incomplete_details": None},
+                    ),
+                    "metadata": {"user": body.user} if body.user else {},
+                },
             )
             items = expand(self.sealer, project, history, snapshot.input, types)
             request = stateless_request(body, route, items)
@@ -230,11 +235,14 @@ class ResponsesService:
             update={
                 "status": result.status,
                 "completed_at": time.time(),
-                "response": ResponseSnapshot.model_construct(
-                    output=result.output,
-                    usage=result.usage,
-                    error=result.error,
-                    incomplete_details=result.incomplete_details,
+                "response": trusted(
+                    ResponseSnapshot,
+                    {
+                        "output": result.output,
+                        "usage": result.usage,
+                        "error": result.error,
+                        "incomplete_details": result.incomplete_details,
+                    },
                 ),
             }
         )

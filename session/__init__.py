@@ -44,6 +44,7 @@ from .models import (
     ResponseStatus,
     StoredResponse,
     normalise_input,
+    trusted,
 )
 from .paging import Order, page_items
 from .sqlite import SQLiteStore
@@ -97,4 +98,5 @@ __all__ = [
     "normalise_input",
     "page_items",
     "parse_duration",
+    "trusted",
 ]

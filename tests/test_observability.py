@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,13 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway import create_app
-from gateway.request_log import CURRENT_REQUEST, RequestIdFilter, RequestLog
+from gateway.request_log import (
+    CURRENT_REQUEST,
+    AccessLine,
+    RequestIdFilter,
+    RequestLog,
+    TextFormatter,
+)
 
 from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream, Reply
@@ -112,6 +120,30 @@ def test_log_records_carry_the_current_request_id() -> None:
     finally:
         CURRENT_REQUEST.reset(token)
     assert record.request_id == "req_abc"  # type: ignore[attr-defined]
+
+
+def test_text_lines_read_as_the_format_says_exceptions_included() -> None:
+    formatter = TextFormatter()
+    log = RequestLog("req_abc", project="p", model="m", usage={"input_tokens": 5})
+    line = AccessLine("127.0.0.1", "POST", "/v1/responses", 200, 0.01234, log)
+    record = logging.LogRecord("gateway.access", logging.INFO, __file__, 1, line, None, None)
+    record.request_id = "req_abc"
+    text = formatter.format(record)
+    assert re.fullmatch(
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO gateway\.access \[req_abc\] "
+        r'127\.0\.0\.1 "POST /v1/responses" 200 12\.3ms project=p model=m input_tokens=5',
+        text,
+    ), text
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        failure = logging.LogRecord(
+            "gateway", logging.ERROR, __file__, 1, "failed %s", ("x",), sys.exc_info()
+        )
+    RequestIdFilter().filter(failure)
+    lines = formatter.format(failure).splitlines()
+    assert lines[0].endswith("ERROR gateway [-] failed x")
+    assert lines[-1] == "ValueError: boom"
 
 
 def test_metrics_need_the_admin_key_when_keys_are_on(

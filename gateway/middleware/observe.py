@@ -14,7 +14,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..metrics import Metrics
-from ..request_log import CURRENT_REQUEST, RequestLog, request_id_of
+from ..request_log import CURRENT_REQUEST, AccessLine, RequestLog, request_id_of
 
 logger = logging.getLogger("gateway.access")
 
@@ -61,32 +61,7 @@ class ObserveMiddleware:
             self.metrics.request_seconds.labels(route, method).observe(elapsed)
             if logger.isEnabledFor(logging.INFO):
                 log.project = log.project or scope.get("state", {}).get("project")
-                self._log(scope, status, elapsed, log)  # while the request id is current
+                client = (scope.get("client") or ("-",))[0]
+                line = AccessLine(client, scope["method"], scope["path"], status, elapsed, log)
+                logger.info(line)  # while the request id is current
             CURRENT_REQUEST.reset(token)
-
-    @staticmethod
-    def _log(scope: Scope, status: int, elapsed: float, log: RequestLog) -> None:
-        fields = {
-            "client": (scope.get("client") or ("-",))[0],
-            "method": scope["method"],
-            "path": scope["path"],
-            "status": status,
-            "duration_ms": round(elapsed * 1000, 2),
-            **log.fields(),
-        }
-        extra = "".join(
-            f" {name}={value}"
-            for name, value in fields.items()
-            if name in ("project", "model", "input_tokens", "output_tokens", "upstream_ms")
-            and value is not None
-        )
-        logger.info(
-            '%s "%s %s" %d %.1fms%s',
-            fields["client"],
-            scope["method"],
-            scope["path"],
-            status,
-            elapsed * 1000,
-            extra,
-            extra={"fields": fields},
-        )
