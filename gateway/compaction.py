@@ -27,7 +27,7 @@ from .errors import invalid_request, server_error
 from .request_body import CreateResponseBody
 from .stateless import stateless_request
 from .upstream import TurnResult, Upstream, build_upstream
-from .upstream.base import UpstreamStream, replay
+from .upstream.base import Replay, UpstreamStream
 from .upstream.errors import UpstreamInvalidResponse
 from .upstream.responses import upstream_payload
 
@@ -228,7 +228,7 @@ class CompactingUpstream:
             {"type": "response.output_item.added", "output_index": 0, "item": item},
             {"type": "response.output_item.done", "output_index": 0, "item": item},
         ]
-        yield replay(events, TurnResult(status="completed", output=[item], usage=usage))
+        yield Replay(events, TurnResult(status="completed", output=[item], usage=usage))
 
 
 async def summarise(upstream: Upstream, model: str, items: list[Item]) -> tuple[str, Item | None]:

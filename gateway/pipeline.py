@@ -36,7 +36,7 @@ from .stateless import stateless_request
 from .streaming import StreamedTurns
 from .truncation import CONTEXT_LENGTH_EXCEEDED, is_context_overflow, stated_limit, truncated
 from .upstream import ProviderClient, TurnResult, Upstream, UpstreamError, build_upstream
-from .upstream.base import UpstreamStream, replay
+from .upstream.base import Replay, UpstreamStream
 from .upstream_metrics import watched
 
 CONTINUABLE = frozenset({"completed", "incomplete"})
@@ -205,7 +205,7 @@ class ResponsesService:
                 overflow = error
             if retried or not turn.truncation or not await self._shorten(turn, overflow):
                 failure = {"code": CONTEXT_LENGTH_EXCEEDED, "message": overflow.message}
-                return replay([], TurnResult(status="failed", error=failure))
+                return Replay([], TurnResult(status="failed", error=failure))
             retried = True
 
     async def _shorten(self, turn: Turn, overflow: UpstreamError) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from ..errors import APIError, invalid_request
 from ..pipeline import ResponsesService
@@ -25,27 +25,43 @@ def project(request: Request) -> str:
     return found
 
 
-async def read_body(request: Request) -> bytes:
-    """The request body: a 413 once it passes ``max_body_bytes``, a 408 if it is too slow."""
-    settings = service(request).config.server
-    limit = settings.max_body_bytes
-    too_large = APIError(
+def _too_large(limit: int) -> APIError:
+    return APIError(
         413,
         f"The request body is larger than the limit of {limit} bytes.",
         code="request_too_large",
     )
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise too_large
+
+
+async def read_body(request: Request) -> bytes:
+    """The request body: a 413 once it passes ``max_body_bytes``, a 408 if it is too slow.
+
+    Read from the ASGI messages directly: Starlette's ``stream()`` is an async generator,
+    which costs each request a registration with the event loop.
+    """
+    settings = service(request).config.server
+    limit = settings.max_body_bytes
+    for name, value in request.scope["headers"]:
+        if name == b"content-length":
+            if value.isdigit() and int(value) > limit:
+                raise _too_large(limit)
+            break
     chunks: list[bytes] = []
     size = 0
+    receive = request.receive
     try:
         async with asyncio.timeout(settings.body_timeout_seconds):
-            async for chunk in request.stream():
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientDisconnect()
+                chunk = message.get("body", b"")
                 size += len(chunk)
                 if size > limit:
-                    raise too_large
+                    raise _too_large(limit)
                 chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
     except TimeoutError:
         raise APIError(
             408,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
@@ -24,8 +24,20 @@ class Upstream(Protocol):
         ...
 
 
-async def replay(events: list[Event], result: TurnResult) -> UpstreamStream:
-    """An answer already complete (non-streamed) as the stream adapters yield."""
-    for event in events:
-        yield event
-    yield result
+class Replay:
+    """An answer already complete (non-streamed) as the stream adapters yield.
+
+    A plain iterator rather than an async generator: every non-streamed turn makes one,
+    and an async generator costs a registration with the event loop.
+    """
+
+    def __init__(self, events: list[Event], result: TurnResult) -> None:
+        self._items: Iterator[Event | TurnResult] = iter([*events, result])
+
+    def __aiter__(self) -> Replay:
+        return self
+
+    async def __anext__(self) -> Event | TurnResult:
+        for item in self._items:
+            return item
+        raise StopAsyncIteration

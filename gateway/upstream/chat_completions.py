@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import aiohttp
 import orjson
 
-from .base import UpstreamStream, replay
+from .base import Replay, UpstreamStream
 from .chat_request import to_chat_request
 from .chat_response import ChatTranslator, MalformedAnswer
 from .errors import UpstreamError, UpstreamInvalidResponse
@@ -42,7 +42,7 @@ class ChatCompletionsUpstream:
                     f"The upstream provider '{self._name}' sent an invalid answer: {error}.",
                 ) from None
             closing, result = translator.finish()
-            yield replay([*events, *closing], result)
+            yield Replay([*events, *closing], result)
             return
         async with self._client.open_events("/chat/completions", chat.encoded()) as data:
             yield self._stream(data, translator)

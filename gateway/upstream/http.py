@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
@@ -87,6 +87,16 @@ class ProviderClient:
         if settings.api_key:
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
         self._base_url = (settings.base_url or "").rstrip("/")
+        self._answer_timeout = aiohttp.ClientTimeout(
+            total=None,
+            sock_connect=settings.connect_timeout_seconds,
+            sock_read=settings.timeout_seconds,
+        )
+        self._stream_timeout = aiohttp.ClientTimeout(
+            total=None,
+            sock_connect=settings.connect_timeout_seconds,
+            sock_read=settings.stream_idle_timeout_seconds,
+        )
         # The provider's last requests as chat messages (for a Chat Completions provider)
         # or as JSON (for a Responses provider).
         self.translated = TranslatedInputs()
@@ -104,54 +114,48 @@ class ProviderClient:
     def _error(self, kind: type[UpstreamError], message: str) -> UpstreamError:
         return kind(self.name, f"The upstream provider '{self.name}' {message}")
 
-    @asynccontextmanager
-    async def _send(
-        self, path: str, payload: dict[str, Any] | bytes, read_timeout: float
-    ) -> AsyncIterator[aiohttp.ClientResponse]:
-        """POST ``payload`` (or its JSON) within a connection slot; yield the response once
-        it is a success."""
-        settings = self.settings
+    async def _acquire(self) -> None:
+        """Take one of the provider's connection slots, waiting ``pool_timeout_seconds``."""
+        if not self._slots.locked():  # a free slot needs no timer
+            await self._slots.acquire()
+            return
         try:
-            if self._slots.locked():  # a free slot needs no timer
-                async with asyncio.timeout(settings.pool_timeout_seconds):
-                    await self._slots.acquire()
-            else:
+            async with asyncio.timeout(self.settings.pool_timeout_seconds):
                 await self._slots.acquire()
         except TimeoutError:
             logger.warning(
-                "upstream %s: all %d connections busy", self.name, settings.max_connections
+                "upstream %s: all %d connections busy", self.name, self.settings.max_connections
             )
             raise self._error(
                 UpstreamBusy, "has all its connections busy; try again shortly."
             ) from None
+
+    async def _post(
+        self, path: str, payload: dict[str, Any] | bytes, limits: aiohttp.ClientTimeout
+    ) -> aiohttp.ClientResponse:
+        """POST ``payload`` (or its JSON) in a slot taken; the response once it is a success."""
         try:
-            timeout = aiohttp.ClientTimeout(
-                total=None, sock_connect=settings.connect_timeout_seconds, sock_read=read_timeout
+            response = await self._session.post(
+                self._base_url + path,
+                data=payload if isinstance(payload, bytes) else orjson.dumps(payload),
+                headers=self._headers,
+                timeout=limits,
+                allow_redirects=False,
             )
+        except TimeoutError:
+            logger.warning("upstream %s timed out", self.name)
+            raise self._error(UpstreamTimeout, "did not answer in time.") from None
+        except aiohttp.ClientError as error:
+            logger.warning("upstream %s unreachable: %s", self.name, type(error).__name__)
+            raise self._error(
+                UpstreamUnreachable, f"could not be reached ({type(error).__name__})."
+            ) from None
+        if response.status >= 400:
             try:
-                response = await self._session.post(
-                    self._base_url + path,
-                    data=payload if isinstance(payload, bytes) else orjson.dumps(payload),
-                    headers=self._headers,
-                    timeout=timeout,
-                    allow_redirects=False,
-                )
-            except TimeoutError:
-                logger.warning("upstream %s timed out", self.name)
-                raise self._error(UpstreamTimeout, "did not answer in time.") from None
-            except aiohttp.ClientError as error:
-                logger.warning("upstream %s unreachable: %s", self.name, type(error).__name__)
-                raise self._error(
-                    UpstreamUnreachable, f"could not be reached ({type(error).__name__})."
-                ) from None
-            try:
-                if response.status >= 400:
-                    raise await self._refusal(response)
-                yield response
+                raise await self._refusal(response)
             finally:
                 response.release()
-        finally:
-            self._slots.release()
+        return response
 
     async def _refusal(self, response: aiohttp.ClientResponse) -> UpstreamError:
         status = response.status
@@ -199,8 +203,15 @@ class ProviderClient:
         """A whole JSON object answer within ``timeout_seconds``, dripping bodies included."""
         try:
             async with asyncio.timeout(self.settings.timeout_seconds):
-                async with self._send(path, payload, self.settings.timeout_seconds) as response:
-                    content = await self._read_capped(response)
+                await self._acquire()
+                try:
+                    response = await self._post(path, payload, self._answer_timeout)
+                    try:
+                        content = await self._read_capped(response)
+                    finally:
+                        response.release()
+                finally:
+                    self._slots.release()
         except TimeoutError:
             logger.warning("upstream %s timed out", self.name)
             raise self._error(UpstreamTimeout, "did not answer in time.") from None
@@ -227,15 +238,21 @@ class ProviderClient:
         Response headers must arrive within ``timeout_seconds``; then each chunk within
         ``stream_idle_timeout_seconds``; the stream may not pass ``max_response_bytes``.
         """
-        async with AsyncExitStack() as stack:
-            try:
-                async with asyncio.timeout(self.settings.timeout_seconds):
-                    response = await stack.enter_async_context(
-                        self._send(path, payload, self.settings.stream_idle_timeout_seconds)
-                    )
-            except TimeoutError:
-                raise self._error(UpstreamTimeout, "did not answer in time.") from None
+        try:
+            async with asyncio.timeout(self.settings.timeout_seconds):
+                await self._acquire()
+                try:
+                    response = await self._post(path, payload, self._stream_timeout)
+                except BaseException:
+                    self._slots.release()
+                    raise
+        except TimeoutError:
+            raise self._error(UpstreamTimeout, "did not answer in time.") from None
+        try:
             yield self._sse_data(response)
+        finally:
+            response.release()
+            self._slots.release()
 
     async def _sse_data(self, response: aiohttp.ClientResponse) -> AsyncIterator[str]:
         """The ``data`` of each complete server-sent event (an unterminated last one is dropped)."""

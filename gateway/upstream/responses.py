@@ -16,7 +16,7 @@ import orjson
 
 from session import new_item_id
 
-from .base import UpstreamStream, replay
+from .base import Replay, UpstreamStream
 from .errors import UpstreamError, UpstreamInvalidResponse
 from .http import ProviderClient, describe_stream_failure, scrub
 from .kept_contexts import EncodedInputs, object_with_array
@@ -137,7 +137,7 @@ class ResponsesUpstream:
                     self._name,
                     f"The upstream provider '{self._name}' sent an invalid answer: {error}.",
                 ) from None
-            yield replay([], result)
+            yield Replay([], result)
             return
         async with self._client.open_events("/responses", payload) as data:
             yield self._stream(data)
