@@ -88,16 +88,16 @@ class StreamedTurns:
         in one chunk), or raise what stopped it opening."""
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ready.add_done_callback(_consume_exception)
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        outbox = Outbox()
         flowing = asyncio.Event()
         task = asyncio.create_task(
-            _run(service, body, project, history, ready, queue.put_nowait, flowing)
+            _run(service, body, project, history, ready, outbox.put, flowing)
         )
         self._tasks.add(task)
         self._active.inc()
         task.add_done_callback(self._done)
         await asyncio.shield(ready)
-        return _drain(queue, flowing)
+        return outbox.drain(flowing)
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -121,22 +121,37 @@ def _consume_exception(future: asyncio.Future[None]) -> None:
         future.exception()
 
 
-async def _drain(
-    queue: asyncio.Queue[bytes | None], flowing: asyncio.Event
-) -> AsyncIterator[bytes]:
-    """The queued events, those already waiting sent together (one write, not one each)."""
-    while (chunk := await queue.get()) is not None:
-        chunks, done = [chunk], False
-        while not queue.empty():
-            more = queue.get_nowait()
-            if more is None:
-                done = True
-                break
-            chunks.append(more)
-        yield b"".join(chunks)
-        flowing.set()  # the server came back for more: what it had is on its way
-        if done:
-            return
+class Outbox:
+    """A stream's SSE bytes, from the turn's task to the response: those already waiting
+    leave together (one write, not one each); ``None`` ends them."""
+
+    def __init__(self) -> None:
+        self._chunks: list[bytes] = []
+        self._ended = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, chunk: bytes | None) -> None:
+        if chunk is None:
+            self._ended = True
+        else:
+            self._chunks.append(chunk)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def drain(self, flowing: asyncio.Event) -> AsyncIterator[bytes]:
+        """The bytes as they come; ``flowing`` is set each time the server asks for more."""
+        while True:
+            if not self._chunks and not self._ended:
+                self._waiter = asyncio.get_running_loop().create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
+            if not self._chunks:
+                return
+            chunks, self._chunks = self._chunks, []
+            yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            flowing.set()  # the server came back for more: what it had is on its way
 
 
 async def _run(

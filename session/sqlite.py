@@ -50,10 +50,13 @@ _INSERT = f"INSERT INTO responses ({_COLUMNS}) VALUES ({_PLACEHOLDERS})"
 # An overwrite writes what a turn became; its id, parent (the policy checks it),
 # conversation and creation time stay, and so do the index entries on them.
 _CHANGING = _COLUMN_NAMES[5:]
-_UPDATE = (
+# The one overwrite the policy allows, made without reading the row first: of a turn
+# stored unfinished under the same parent. Any other save reads the row and checks it.
+_UPDATE_UNFINISHED = (
     "UPDATE responses SET "
     + ", ".join(f"{name} = ?" for name in _CHANGING)
-    + " WHERE project = ? AND id = ?"
+    + " WHERE project = ? AND id = ? AND previous_response_id IS ?"
+    " AND status IN ('in_progress', 'queued')"
 )
 
 # One statement: the recursive part walks parent links (UNION drops a row seen before,
@@ -180,23 +183,27 @@ class SQLiteStore:
         row = _to_row(record)
 
         def write(conn: sqlite3.Connection) -> None:
-            existing = None
-            if overwrite:
-                found = conn.execute(
-                    "SELECT previous_response_id, status FROM responses"
-                    " WHERE project = ? AND id = ?",
-                    (record.project, record.id),
-                ).fetchone()
-                existing = None if found is None else ExistingTurn(found[0], found[1])
-            check_save(record, existing, overwrite=overwrite)
+            changing = row[-len(_CHANGING) :]
+            key = (record.project, record.id)
+            parent = record.previous_response_id
+            if not (
+                overwrite
+                and conn.execute(_UPDATE_UNFINISHED, (*changing, *key, parent)).rowcount == 1
+            ):
+                # A new turn, or an overwrite the policy may refuse: the row decides.
+                found = None
+                if overwrite:
+                    found = conn.execute(
+                        "SELECT previous_response_id, status FROM responses"
+                        " WHERE project = ? AND id = ?",
+                        key,
+                    ).fetchone()
+                check_save(record, found and ExistingTurn(*found), overwrite=overwrite)
+                conn.execute(_INSERT, row)
             if conversation_items is not None and record.conversation_id is not None:
                 conversations.append(
                     conn, record.project, record.conversation_id, conversation_items
                 )
-            if existing is None:
-                conn.execute(_INSERT, row)
-            else:
-                conn.execute(_UPDATE, (*row[-len(_CHANGING) :], record.project, record.id))
 
         try:
             await self._db.write(write)

@@ -88,6 +88,20 @@ async def test_overwrite_cannot_change_the_parent(store: SessionStore) -> None:
     assert (await store.get("default", "resp_0")).previous_response_id is None
 
 
+async def test_an_unfinished_turn_keeps_its_parent_too(store: SessionStore) -> None:
+    await store.save(turn("resp_0"))
+    await store.save(turn("resp_1", status="in_progress"))
+    with pytest.raises(SaveConflict):
+        await store.save(turn("resp_1", "resp_0", status="completed"), overwrite=True)
+    kept = await store.get("default", "resp_1")
+    assert (kept.status, kept.previous_response_id) == ("in_progress", None)
+
+
+async def test_an_overwrite_of_a_missing_turn_stores_it(store: SessionStore) -> None:
+    await store.save(turn("resp_1", status="failed"), overwrite=True)
+    assert (await store.get("default", "resp_1")).status == "failed"
+
+
 async def test_a_finished_turn_is_never_overwritten(store: SessionStore) -> None:
     await store.save(turn("resp_1", status="in_progress"))
     await store.save(turn("resp_1", status="failed"), overwrite=True)

@@ -87,10 +87,10 @@ class ProviderClient:
         if settings.api_key:
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
         self._base_url = (settings.base_url or "").rstrip("/")
+        # A whole answer is bounded by ``timeout_seconds`` around its exchange: no read
+        # timer, which aiohttp would set again on every chunk received.
         self._answer_timeout = aiohttp.ClientTimeout(
-            total=None,
-            sock_connect=settings.connect_timeout_seconds,
-            sock_read=settings.timeout_seconds,
+            total=None, sock_connect=settings.connect_timeout_seconds
         )
         self._stream_timeout = aiohttp.ClientTimeout(
             total=None,
