@@ -89,15 +89,14 @@ class StreamedTurns:
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ready.add_done_callback(_consume_exception)
         outbox = Outbox()
-        flowing = asyncio.Event()
         task = asyncio.create_task(
-            _run(service, body, project, history, ready, outbox.put, flowing)
+            _run(service, body, project, history, ready, outbox.put, outbox.flowing)
         )
         self._tasks.add(task)
         self._active.inc()
         task.add_done_callback(self._done)
         await asyncio.shield(ready)
-        return outbox.drain(flowing)
+        return outbox.drain()
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -123,9 +122,11 @@ def _consume_exception(future: asyncio.Future[None]) -> None:
 
 class Outbox:
     """A stream's SSE bytes, from the turn's task to the response: those already waiting
-    leave together (one write, not one each); ``None`` ends them."""
+    leave together (one write, not one each); ``None`` ends them. ``flowing`` is set each
+    time the server comes back for more: what it had is on its way."""
 
     def __init__(self) -> None:
+        self.flowing = asyncio.Event()
         self._chunks: list[bytes] = []
         self._ended = False
         self._waiter: asyncio.Future[None] | None = None
@@ -138,8 +139,7 @@ class Outbox:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def drain(self, flowing: asyncio.Event) -> AsyncIterator[bytes]:
-        """The bytes as they come; ``flowing`` is set each time the server asks for more."""
+    async def drain(self) -> AsyncIterator[bytes]:
         while True:
             if not self._chunks and not self._ended:
                 self._waiter = asyncio.get_running_loop().create_future()
@@ -151,7 +151,7 @@ class Outbox:
                 return
             chunks, self._chunks = self._chunks, []
             yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
-            flowing.set()  # the server came back for more: what it had is on its way
+            self.flowing.set()
 
 
 async def _run(

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from gateway.server import COALESCE_LIMIT, CoalescedWrites
+from gateway.streaming import Outbox
 
 pytestmark = pytest.mark.anyio
 
@@ -83,3 +84,20 @@ async def test_nothing_is_written_to_a_connection_already_closing() -> None:
     inner.closed = True  # the peer went away meanwhile
     await asyncio.sleep(0)
     assert inner.writes == []
+
+
+async def test_a_streams_waiting_bytes_leave_together_and_none_ends_them() -> None:
+    outbox = Outbox()
+    chunks = outbox.drain()
+    outbox.put(b"a")
+    outbox.put(b"b")
+    assert await anext(chunks) == b"ab"
+    assert outbox.flowing.is_set() is False  # set once the server asks for more
+    later = asyncio.ensure_future(anext(chunks))
+    await asyncio.sleep(0)
+    assert not later.done() and outbox.flowing.is_set()
+    outbox.put(b"c")
+    outbox.put(None)
+    assert await later == b"c"
+    with pytest.raises(StopAsyncIteration):
+        await anext(chunks)

@@ -38,6 +38,7 @@ class Replay:
         return self
 
     async def __anext__(self) -> Event | TurnResult:
-        for item in self._items:
-            return item
-        raise StopAsyncIteration
+        try:
+            return next(self._items)
+        except StopIteration:
+            raise StopAsyncIteration from None
