@@ -18,8 +18,9 @@ class Upstream(Protocol):
 
         Entering the context sends the request and raises ``UpstreamError`` (or
         ``UnsupportedInput`` for input the wire cannot express) before any event; for a
-        non-streamed request it also reads and checks the whole answer. Failures after
-        that end the stream with a failed :class:`TurnResult`.
+        non-streamed request it also reads and checks the whole answer, and the stream
+        may hold its :class:`TurnResult` alone. Failures after that end the stream with a
+        failed :class:`TurnResult`.
         """
         ...
 

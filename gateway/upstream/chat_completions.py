@@ -35,14 +35,14 @@ class ChatCompletionsUpstream:
         if not stream:
             body = await self._client.fetch_json("/chat/completions", chat.encoded())
             try:
-                events = translator.completion(body)
+                translator.completion(body)
             except MalformedAnswer as error:
                 raise UpstreamInvalidResponse(
                     self._name,
                     f"The upstream provider '{self._name}' sent an invalid answer: {error}.",
                 ) from None
-            closing, result = translator.finish()
-            yield Replay([*events, *closing], result)
+            # A whole answer is read for its result alone, as from a Responses upstream.
+            yield Replay([], translator.finish()[1])
             return
         async with self._client.open_events("/chat/completions", chat.encoded()) as data:
             yield self._stream(data, translator)
