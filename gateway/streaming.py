@@ -227,8 +227,9 @@ async def _pump(
 
     def emit(event: dict[str, Any]) -> None:
         number = next(numbers)
-        data = orjson.dumps({**event, "sequence_number": number})
-        put(b"event: " + event["type"].encode() + b"\ndata: " + data + b"\n\n")
+        event["sequence_number"] = number  # each event is a dict of its own, sent once
+        data = orjson.dumps(event)
+        put(b"".join((b"event: ", event["type"].encode(), b"\ndata: ", data, b"\n\n")))
         if kept is not None:
             kept.add(number, data)
 

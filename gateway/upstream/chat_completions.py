@@ -51,10 +51,11 @@ class ChatCompletionsUpstream:
         done = False
         try:
             async for text in data:
-                if text.strip() == "[DONE]":
+                stripped = text.strip()
+                if stripped == "[DONE]":
                     done = True
                     break
-                if not text.strip():
+                if not stripped:
                     continue
                 chunk = orjson.loads(text)
                 if isinstance(chunk, dict) and chunk.get("error"):
