@@ -191,14 +191,15 @@ class SQLiteStore:
                 and conn.execute(_UPDATE_UNFINISHED, (*changing, *key, parent)).rowcount == 1
             ):
                 # A new turn, or an overwrite the policy may refuse: the row decides.
-                found = None
+                existing = None
                 if overwrite:
                     found = conn.execute(
                         "SELECT previous_response_id, status FROM responses"
                         " WHERE project = ? AND id = ?",
                         key,
                     ).fetchone()
-                check_save(record, found and ExistingTurn(*found), overwrite=overwrite)
+                    existing = None if found is None else ExistingTurn(*found)
+                check_save(record, existing, overwrite=overwrite)
                 conn.execute(_INSERT, row)
             if conversation_items is not None and record.conversation_id is not None:
                 conversations.append(
