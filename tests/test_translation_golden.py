@@ -143,7 +143,7 @@ def test_a_request_continuing_an_earlier_one_is_translated_as_if_from_scratch() 
                 grown, model=grown["model"], stream=case["stream"], translated=translated
             )
             assert shared.payload == alone.payload
-            assert orjson.loads(shared.encoded()) == alone.payload
+            assert orjson.loads(b"".join(shared.encoded())) == alone.payload
             reused += shared.encoded_messages is not None
     assert reused > 0
 
@@ -165,7 +165,7 @@ def test_a_growing_chain_reuses_the_encoded_messages_of_its_last_turn() -> None:
         request = {"instructions": "Be brief.", "input": items}
         alone = to_chat_request(request, model="m", stream=True)
         shared = to_chat_request(request, model="m", stream=True, translated=translated)
-        assert orjson.loads(shared.encoded()) == alone.payload
+        assert orjson.loads(b"".join(shared.encoded())) == alone.payload
         if turn:
             assert shared.encoded_messages is not None
             start, count, _ = shared.encoded_messages
@@ -238,7 +238,7 @@ def test_a_tool_call_merged_into_a_kept_message_leaves_the_kept_one_unchanged() 
     assert again.payload == first.payload
     assert "tool_calls" not in again.payload["messages"][-1]
     for chat in (second, again):
-        assert orjson.loads(chat.encoded()) == chat.payload
+        assert orjson.loads(b"".join(chat.encoded())) == chat.payload
 
 
 def test_kept_translations_stay_within_their_item_budget() -> None:

@@ -26,11 +26,11 @@ class ChatRequest:
     # (comma-separated, no brackets) by an earlier request with the same context.
     encoded_messages: tuple[int, int, bytes] | None = None
 
-    def encoded(self) -> bytes:
-        """The payload as JSON (its messages last), reusing the messages encoded already:
-        one copy of a long context, not an encoding of it."""
+    def encoded(self) -> list[bytes]:
+        """The payload as JSON (its messages last), reusing the messages encoded already,
+        in pieces (see :func:`object_with_array`): a long context is not encoded again."""
         if self.encoded_messages is None:
-            return orjson.dumps(self.payload)
+            return [orjson.dumps(self.payload)]
         start, count, head = self.encoded_messages
         messages = self.payload["messages"]
         others = {key: value for key, value in self.payload.items() if key != "messages"}

@@ -37,6 +37,34 @@ logger = logging.getLogger("gateway.upstream")
 MAX_RELAYED_MESSAGE = 1000
 _ERROR_BODY_LIMIT = 64 * 1024
 
+# A request body: an object to encode, or JSON in pieces (see ``object_with_array``).
+Body = dict[str, Any] | list[bytes]
+
+
+class JSONPieces(aiohttp.payload.Payload):
+    """A JSON body written as the pieces it was made of: a long context it holds is sent
+    from where it is kept, without a copy of the whole body in between."""
+
+    _value: list[bytes]
+    _autoclose = True  # nothing to release
+
+    def __init__(self, pieces: list[bytes]) -> None:
+        super().__init__(pieces, content_type="application/json")
+        self._size = sum(map(len, pieces))
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return b"".join(self._value).decode(encoding, errors)
+
+    async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:
+        for piece in self._value:
+            await writer.write(piece)
+
+
+def _data(payload: Body) -> bytes | JSONPieces:
+    if isinstance(payload, dict):
+        return orjson.dumps(payload)
+    return payload[0] if len(payload) == 1 else JSONPieces(payload)
+
 
 def scrub(text: str, settings: ProviderSettings) -> str:
     """``text`` without the provider's secrets, cut to :data:`MAX_RELAYED_MESSAGE`."""
@@ -131,13 +159,13 @@ class ProviderClient:
             ) from None
 
     async def _post(
-        self, path: str, payload: dict[str, Any] | bytes, limits: aiohttp.ClientTimeout
+        self, path: str, payload: Body, limits: aiohttp.ClientTimeout
     ) -> aiohttp.ClientResponse:
         """POST ``payload`` (or its JSON) in a slot taken; the response once it is a success."""
         try:
             response = await self._session.post(
                 self._base_url + path,
-                data=payload if isinstance(payload, bytes) else orjson.dumps(payload),
+                data=_data(payload),
                 headers=self._headers,
                 timeout=limits,
                 allow_redirects=False,
@@ -199,7 +227,7 @@ class ProviderClient:
                 )
         return bytes(body)
 
-    async def fetch_json(self, path: str, payload: dict[str, Any] | bytes) -> dict[str, Any]:
+    async def fetch_json(self, path: str, payload: Body) -> dict[str, Any]:
         """A whole JSON object answer within ``timeout_seconds``, dripping bodies included."""
         try:
             async with asyncio.timeout(self.settings.timeout_seconds):
@@ -230,9 +258,7 @@ class ProviderClient:
         return body
 
     @asynccontextmanager
-    async def open_events(
-        self, path: str, payload: dict[str, Any] | bytes
-    ) -> AsyncIterator[AsyncIterator[str]]:
+    async def open_events(self, path: str, payload: Body) -> AsyncIterator[AsyncIterator[str]]:
         """Start a streamed answer; yield the ``data`` of its server-sent events.
 
         Response headers must arrive within ``timeout_seconds``; then each chunk within

@@ -22,6 +22,7 @@ from .results import Item
 T = TypeVar("T")
 
 _ANSWER_TYPES = frozenset({"function_call", "custom_tool_call", "reasoning"})
+LARGE_RUN_BYTES = 64 * 1024  # a run of encoded items sent as a piece of its own
 
 
 def answer_end(items: list[Item]) -> int:
@@ -110,17 +111,30 @@ class EncodedInputs:
         return self._kept.kept_items()
 
 
-def object_with_array(fields: dict[str, Any], key: str, runs: list[bytes]) -> bytes:
+def object_with_array(fields: dict[str, Any], key: str, runs: list[bytes]) -> list[bytes]:
     """``fields`` as a JSON object ending with ``key``: an array of the values in ``runs``
-    (comma-separated JSON values already encoded; empty runs are skipped), one copy."""
-    pieces = [orjson.dumps(fields)[:-1], b"," if fields else b"", orjson.dumps(key), b":["]
+    (comma-separated JSON values already encoded; empty runs are skipped).
+
+    The object comes as pieces whose concatenation is its JSON: a run of
+    ``LARGE_RUN_BYTES`` or more is a piece of its own, so a long kept context goes to the
+    upstream from where it is kept, never copied; what lies around such runs is joined.
+    """
+    pieces: list[bytes] = []
+    small = [orjson.dumps(fields)[:-1], b"," if fields else b"", orjson.dumps(key), b":["]
+    separator = b""
     for run in runs:
-        if run:
-            pieces += (run, b",")
-    if pieces[-1] == b",":
-        pieces.pop()
-    pieces.append(b"]}")
-    return b"".join(pieces)
+        if not run:
+            continue
+        small.append(separator)
+        separator = b","
+        if len(run) < LARGE_RUN_BYTES:
+            small.append(run)
+        else:
+            pieces += (b"".join(small), run)
+            small = []
+    small.append(b"]}")
+    pieces.append(b"".join(small))
+    return pieces
 
 
 def joined(first: bytes, second: bytes) -> bytes:

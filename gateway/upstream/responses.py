@@ -111,9 +111,9 @@ def _encoded_items(items: list[Item]) -> bytes:
     return orjson.dumps(_stateless_items(items))[1:-1]
 
 
-def upstream_body(request: Item, stream: bool, encoded: EncodedInputs) -> bytes:
-    """:func:`upstream_payload` as JSON (its input last), the input's encoding reused
-    from earlier requests of the chain."""
+def upstream_body(request: Item, stream: bool, encoded: EncodedInputs) -> list[bytes]:
+    """:func:`upstream_payload` as JSON (its input last) in pieces, the input's encoding
+    reused from earlier requests of the chain."""
     payload = upstream_payload({**request, "input": []}, stream)
     del payload["input"]
     return object_with_array(payload, "input", encoded.encode(request["input"], _encoded_items))
