@@ -6,7 +6,14 @@ still continue from the parent the failed turn was built on.
 
 from __future__ import annotations
 
+import asyncio
+import json
+import re
+import sqlite3
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -189,3 +196,101 @@ def test_a_streamed_error_status_is_a_plain_http_error(gateway_url: str) -> None
     response = httpx.post(f"{gateway_url}/v1/responses", json=body, timeout=30)
     assert response.status_code == 503 and response.headers["retry-after"] == "11"
     assert response.json()["error"]["code"] == "upstream_unavailable"
+
+
+def _http_answer(status: str, body: bytes, *, close: bool = False) -> bytes:
+    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+    if close:
+        head += "Connection: close\r\n"
+    return f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+def _chat_answer(text: str) -> bytes:
+    message = {"role": "assistant", "content": text}
+    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+    return json.dumps({"object": "chat.completion", "choices": [choice]}).encode()
+
+
+class RefusingUpstream:
+    """A raw HTTP/1.1 chat upstream that, once told to, answers 413 to a request as soon as
+    its head arrives and closes, leaving its long body unread (as a proxy with a size
+    limit does)."""
+
+    def __init__(self) -> None:
+        self.refusing = threading.Event()
+        self.refused = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                found = re.search(rb"(?i)content-length: *(\d+)", head)
+                assert found is not None
+                if self.refusing.is_set():
+                    self.refused += 1
+                    refusal = b'{"error": {"message": "Request entity too large"}}'
+                    writer.write(_http_answer("413 Payload Too Large", refusal, close=True))
+                    await writer.drain()
+                    return
+                body = json.loads(await reader.readexactly(int(found.group(1))))
+                text = f"read {len(body['messages'])} messages"
+                writer.write(_http_answer("200 OK", _chat_answer(text)))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
+        finally:
+            writer.close()
+
+    @contextmanager
+    def serving(self) -> Iterator[str]:
+        loop = asyncio.new_event_loop()
+        server = loop.run_until_complete(asyncio.start_server(self.handle, "127.0.0.1", 0))
+        thread = threading.Thread(target=loop.run_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(5)
+            server.close()
+            loop.close()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_long_body_refused_unread_is_an_error_and_stores_nothing(
+    tmp_path: Path, stream: bool
+) -> None:
+    upstream = RefusingUpstream()
+    with upstream.serving() as upstream_url:
+        config = parse_config(
+            {
+                "session": {"sqlite": {"path": str(tmp_path / "s.db")}},
+                "providers": {"limited": {**_provider("chat_completions", upstream_url)}},
+                "default_provider": "limited",
+            },
+            env={},
+        )
+        with serve(create_app(config)) as url, _client(url) as client:
+            essay = "word " * 40_000  # 200 KB: sent as a piece of its own once kept
+            previous = None
+            for turn in range(5):
+                text = essay if turn == 0 else f"question {turn}"
+                answer = client.responses.create(
+                    model="m", input=text, previous_response_id=previous
+                )
+                previous = answer.id
+            assert answer.output_text == "read 9 messages"
+            upstream.refusing.set()
+            body = {"model": "m", "input": "one more", "previous_response_id": previous}
+            refused = httpx.post(f"{url}/v1/responses", json={**body, "stream": stream}, timeout=30)
+            # The refusal is relayed, or the connection it closed is reported.
+            outcome = (refused.status_code, refused.json()["error"]["code"])
+            assert outcome in {(413, "upstream_rejected"), (502, "upstream_unreachable")}
+            assert upstream.refused == 1
+            with sqlite3.connect(tmp_path / "s.db") as db:
+                assert db.execute("SELECT count(*) FROM responses").fetchone()[0] == 5
+            upstream.refusing.clear()
+            again = client.responses.create(
+                model="m", input="one more", previous_response_id=previous
+            )
+            assert again.output_text == "read 11 messages"
