@@ -1,6 +1,7 @@
 """Side by side: the fake upstream alone, this gateway on each store, and GodeX.
 
-    python -m bench.compare [--seconds 10] [--postgres DSN] [--godex PATH] [--soak-seconds 0]
+    python -m bench.compare [--seconds 10] [--rounds 1] [--postgres DSN] [--godex PATH]
+                            [--workers 1] [--soak-seconds 0]
 
 Every process runs on this machine: a fast fake Chat Completions upstream, each target in
 a process of its own on its default settings (access log on), and wrk (one thread) as the
@@ -52,6 +53,16 @@ class Result:
     def cell(self) -> str:
         text = f"{self.rate:,.0f} req/s, p50 {self.p50_ms:.2f} ms"
         return text + (f" ({self.errors} errors)" if self.errors else "")
+
+    @staticmethod
+    def median(runs: list[Result]) -> Result:
+        """The median rate and latencies of repeated runs, and all their errors."""
+        return Result(
+            statistics.median(run.rate for run in runs),
+            statistics.median(run.p50_ms for run in runs),
+            statistics.median(run.p99_ms for run in runs),
+            sum(run.errors for run in runs),
+        )
 
 
 def free_port() -> int:
@@ -204,9 +215,18 @@ LOADS = [
 
 
 def run(
-    seconds: float, dsn: str | None, godex: str | None, soak_seconds: float, workers: int = 1
+    seconds: float,
+    dsn: str | None,
+    godex: str | None,
+    soak_seconds: float,
+    workers: int = 1,
+    rounds: int = 1,
 ) -> str:
-    """Run every load against every target; return the report (a Markdown table and notes)."""
+    """Run every load against every target; return the report (a Markdown table and notes).
+
+    With ``rounds`` above one, each figure is the median of that many runs; the table's
+    runs take turns between targets, so a slower spell of the machine falls on all.
+    """
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         folder = Path(tmp)
@@ -282,6 +302,10 @@ def run(
             )
             targets["GodeX"] = (base, pid)
 
+        def repeated(url: str, body: dict[str, Any], connections: int) -> Result:
+            runs = [wrk(url, body, connections, seconds, folder) for _ in range(rounds)]
+            return Result.median(runs)
+
         tips = {name: chain(base, 50) for name, (base, _) in targets.items()}
         header = ["load", "direct upstream", *targets]
         if "GodeX" in targets:
@@ -293,14 +317,17 @@ def run(
                 "messages": chain_messages(50) if chained else DIRECT["messages"],
                 "stream": stream,
             }
-            cells = [
-                wrk(f"{upstream}/v1/chat/completions", direct_body, connections, seconds, folder)
-            ]
+            requests = [(f"{upstream}/v1/chat/completions", direct_body)]
             for name, (base, _) in targets.items():
                 body: dict[str, Any] = {**FRESH, "stream": stream}
                 if chained:
                     body["previous_response_id"] = tips[name]
-                cells.append(wrk(f"{base}/v1/responses", body, connections, seconds, folder))
+                requests.append((f"{base}/v1/responses", body))
+            runs: list[list[Result]] = [[] for _ in requests]
+            for _ in range(rounds):
+                for index, (url, body) in enumerate(requests):
+                    runs[index].append(wrk(url, body, connections, seconds, folder))
+            cells = [Result.median(each) for each in runs]
             row = [label, *(cell.cell() for cell in cells)]
             if "GodeX" in targets:
                 sqlite = cells[1 + list(targets).index("gateway (sqlite)")]
@@ -308,12 +335,12 @@ def run(
             lines.append("| " + " | ".join(row) + " |")
 
         notes = ["", "Latency added over direct at 1 connection, and time to first byte:"]
-        direct_one = wrk(f"{upstream}/v1/chat/completions", DIRECT, 1, seconds, folder)
+        direct_one = repeated(f"{upstream}/v1/chat/completions", DIRECT, 1)
         direct_ttfb = first_byte_ms(
             f"{upstream}/v1/chat/completions", {**DIRECT, "stream": True}, 100
         )
         for name, (base, _) in targets.items():
-            one = wrk(f"{base}/v1/responses", FRESH, 1, seconds, folder)
+            one = repeated(f"{base}/v1/responses", FRESH, 1)
             ttfb = first_byte_ms(f"{base}/v1/responses", {**FRESH, "stream": True}, 100)
             notes.append(
                 f"- {name}: p50 +{one.p50_ms - direct_one.p50_ms:.2f} ms, "
@@ -324,19 +351,13 @@ def run(
         if "sqlite" in seeded:
             base, _ = targets["gateway (sqlite)"]
             short, long = seeded["sqlite"]
-            at10 = wrk(
-                f"{base}/v1/responses", {**FRESH, "previous_response_id": short}, 1, seconds, folder
-            )
-            at10k = wrk(
-                f"{base}/v1/responses", {**FRESH, "previous_response_id": long}, 1, seconds, folder
-            )
+            at10 = repeated(f"{base}/v1/responses", {**FRESH, "previous_response_id": short}, 1)
+            at10k = repeated(f"{base}/v1/responses", {**FRESH, "previous_response_id": long}, 1)
             direct = [
-                wrk(
+                repeated(
                     f"{upstream}/v1/chat/completions",
                     {**DIRECT, "messages": seeded_messages(depth)},
                     1,
-                    seconds,
-                    folder,
                 )
                 for depth in (10, 10_000)
             ]
@@ -366,9 +387,10 @@ def run(
                 "- GodeX not found: npm install @ahoo-wang/godex-linux-x64@1.2.0 "
                 "(then --godex node_modules/.bin/godex)"
             )
-        return "\n".join(
-            [f"{seconds:g} s per load, wrk -t1, {os.cpu_count()} cores", *lines, *notes]
-        )
+        setting = f"{seconds:g} s per load, wrk -t1, {os.cpu_count()} cores"
+        if rounds > 1:
+            setting += f", medians of {rounds} rounds"
+        return "\n".join([setting, *lines, *notes])
 
 
 def main() -> None:
@@ -380,10 +402,13 @@ def main() -> None:
     parser.add_argument("--godex", metavar="PATH", help="the godex binary")
     parser.add_argument("--soak-seconds", type=float, default=0, help="RSS over a long run")
     parser.add_argument("--workers", type=int, default=1, help="also a gateway with N workers")
+    parser.add_argument("--rounds", type=int, default=1, help="report medians of N runs")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench.compare needs wrk: apt-get install wrk")
-    print(run(args.seconds, args.postgres, args.godex, args.soak_seconds, args.workers))
+    print(
+        run(args.seconds, args.postgres, args.godex, args.soak_seconds, args.workers, args.rounds)
+    )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ async def test_the_storage_benchmark_runs(capsys: pytest.CaptureFixture[str]) ->
 def test_the_side_by_side_benchmark_runs() -> None:
     if shutil.which("wrk") is None:
         pytest.skip("bench.compare needs wrk: apt-get install wrk (.ci/run installs it)")
-    report = compare.run(seconds=1, dsn=None, godex=None, soak_seconds=0)
+    report = compare.run(seconds=1, dsn=None, godex=None, soak_seconds=0, rounds=2)
     rows = [line for line in report.splitlines() if line.startswith("| ") and "req/s" in line]
     assert len(rows) == len(compare.LOADS)
     assert all("errors" not in row for row in rows), report
     assert "depth 10,000" in report
+    assert report.startswith("1 s per load") and "medians of 2 rounds" in report.splitlines()[0]
