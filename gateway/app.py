@@ -38,6 +38,7 @@ from .upstream import ProviderClient, UnsupportedInput, UpstreamError
 logger = logging.getLogger("gateway")
 
 SWEEP_INTERVAL_SECONDS = 60.0
+UPKEEP_STOP_SECONDS = 5.0  # for a sweep's store operation under way at shutdown
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
@@ -76,6 +77,14 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     ).response()
 
 
+async def _ended(tasks: list[asyncio.Task[None]]) -> None:
+    """Wait for upkeep told to stop to finish its store operation; cut it past a bound."""
+    _, running = await asyncio.wait(tasks, timeout=UPKEEP_STOP_SECONDS)
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def create_app(
     config: GatewayConfig,
     *,
@@ -105,6 +114,7 @@ def create_app(
             service = ResponsesService(kept, config, clients, metrics, Sealer(secret))
             app.state.service = service
             app.state.authenticator = Authenticator(config.auth, kept)
+            stop_upkeep = asyncio.Event()
             upkeep = [
                 asyncio.create_task(
                     fail_stale_turns(
@@ -112,21 +122,24 @@ def create_app(
                         config.stale_after_seconds(),
                         config.session.stream_events_seconds,
                         SWEEP_INTERVAL_SECONDS,
+                        stop_upkeep,
                     )
                 )
             ]
             if (retention := config.session.retention) is not None:
                 sweep_every = config.session.retention_sweep_seconds
-                upkeep.append(asyncio.create_task(prune_expired(kept, retention, sweep_every)))
+                upkeep.append(
+                    asyncio.create_task(prune_expired(kept, retention, sweep_every, stop_upkeep))
+                )
             try:
                 yield
             finally:
-                for task in upkeep:
-                    task.cancel()
+                stop_upkeep.set()
                 grace = config.server.shutdown_grace_seconds
                 await asyncio.gather(
                     service.streams.finish(grace), service.background.finish(grace)
                 )
+                await _ended(upkeep)
 
     metrics = Metrics()
     routes = [

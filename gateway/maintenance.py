@@ -1,8 +1,13 @@
-"""Background upkeep of the store while the gateway runs."""
+"""Background upkeep of the store while the gateway runs.
+
+Each loop ends when its ``stop`` event is set, between two operations: a shutdown does not
+cut a query in flight (PostgreSQL's driver would then cancel it on the server and log it).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 
@@ -16,8 +21,19 @@ STALE_ERROR = {
 }
 
 
+async def paused(stop: asyncio.Event, seconds: float) -> bool:
+    """Wait ``seconds`` or until ``stop`` is set; whether to go on."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+    return not stop.is_set()
+
+
 async def fail_stale_turns(
-    store: SessionStore, stale_after: float, events_kept: float, interval: float
+    store: SessionStore,
+    stale_after: float,
+    events_kept: float,
+    interval: float,
+    stop: asyncio.Event,
 ) -> None:
     """Every ``interval`` seconds (and at once), fail turns unfinished for ``stale_after``,
     and drop the stream events of finished turns kept longer than ``events_kept``.
@@ -33,14 +49,17 @@ async def fail_stale_turns(
             await store.prune_events(time.time() - events_kept)
         except SessionError as error:
             logger.warning("sweep of unfinished responses skipped: %s", error.message)
-        await asyncio.sleep(interval)
+        if not await paused(stop, interval):
+            return
 
 
 PRUNE_BATCH = 200
 PRUNE_PAUSE_SECONDS = 0.05
 
 
-async def prune_expired(store: SessionStore, retention: float, interval: float) -> None:
+async def prune_expired(
+    store: SessionStore, retention: float, interval: float, stop: asyncio.Event
+) -> None:
     """Every ``interval`` seconds (and at once), delete what is older than ``retention``.
 
     Small batches with a pause between them: turns keep the store's write lock for no
@@ -53,7 +72,8 @@ async def prune_expired(store: SessionStore, retention: float, interval: float) 
             while pruned := await store.prune(before, PRUNE_BATCH):
                 responses += pruned.responses
                 conversations += pruned.conversations
-                await asyncio.sleep(PRUNE_PAUSE_SECONDS)
+                if not await paused(stop, PRUNE_PAUSE_SECONDS):
+                    break
         except SessionError as error:
             logger.warning("retention sweep stopped early: %s", error.message)
         if responses or conversations:
@@ -62,4 +82,5 @@ async def prune_expired(store: SessionStore, retention: float, interval: float) 
                 responses,
                 conversations,
             )
-        await asyncio.sleep(interval)
+        if not await paused(stop, interval):
+            return

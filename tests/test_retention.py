@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from gateway import create_app
-from session import SessionSettings, build_store
+from session import MemoryStore, Pruned, SessionSettings, build_store
 
 from .conftest import gateway_config
 from .fake_upstream import FakeUpstream
@@ -87,3 +87,38 @@ def test_two_instances_sweeping_delete_each_record_once(
     assert continued.status_code == 400
     error = continued.json()["error"]
     assert error["param"] == "previous_response_id" and "resp_old449" in error["message"]
+
+
+class SlowPruning(MemoryStore):
+    """A store whose prune waits to be let through, and says how it ended."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pruning = asyncio.Event()
+        self.let_through = asyncio.Event()
+        self.prunes: list[str] = []
+
+    async def prune(self, before: float, limit: int) -> Pruned:
+        self.pruning.set()
+        try:
+            await self.let_through.wait()
+        except asyncio.CancelledError:
+            self.prunes.append("cut")
+            raise
+        self.prunes.append("finished")
+        return await super().prune(before, limit)
+
+
+@pytest.mark.anyio
+async def test_a_shutdown_lets_the_sweep_finish_the_store_operation_under_way(
+    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
+) -> None:
+    store = SlowPruning()
+    session = {"retention": "30d", "retention_sweep_seconds": 0.05}
+    app = create_app(
+        gateway_config(fake_upstream[1], tmp_path / "r.db", session=session), store=store
+    )
+    async with app.router.lifespan_context(app):
+        await asyncio.wait_for(store.pruning.wait(), 10)
+        asyncio.get_running_loop().call_later(0.2, store.let_through.set)
+    assert store.prunes == ["finished"]  # not cancelled mid-operation, and no other started
