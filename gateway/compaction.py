@@ -16,23 +16,16 @@ import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from session import Item, new_id, normalise_input
+from session import Item, new_id
 
 from .errors import invalid_request, server_error
-from .request_body import CreateResponseBody
-from .stateless import stateless_request
-from .upstream import TurnResult, Upstream, build_upstream
+from .upstream import TurnResult, Upstream
 from .upstream.base import Replay, UpstreamStream
-from .upstream.errors import UpstreamInvalidResponse
-from .upstream.responses import upstream_payload
-
-if TYPE_CHECKING:
-    from .pipeline import ResponsesService
 
 TOKEN_PREFIX = "gwc1."
 
@@ -84,6 +77,25 @@ def is_ours(item: Item) -> bool:
 
 
 _COMPACTION_TYPES = frozenset({"compaction", "compaction_trigger"})
+
+
+def check_sealed(sealer: Sealer, project: str, items: list[Item], param: str) -> None:
+    """A 400 for a ``compaction`` item of ``items`` that was not sealed here for ``project``.
+
+    A conversation keeps only compaction items that every turn on it can open: a foreign
+    one (another provider's, or another project's) would fail each later turn instead.
+    """
+    for index, item in enumerate(items):
+        if item.get("type") != "compaction":
+            continue
+        content = item.get("encrypted_content")
+        if not is_ours(item) or sealer.open(project, str(content)) is None:
+            raise invalid_request(
+                f"The compaction item at '{param}[{index}]' was not made by this gateway for "
+                "this project, or was altered.",
+                param=f"{param}[{index}].encrypted_content",
+                code="invalid_encrypted_content",
+            )
 
 
 def expand(
@@ -244,34 +256,6 @@ async def summarise(upstream: Upstream, model: str, items: list[Item]) -> tuple[
             502, f"The model could not summarise the conversation: {reason}.", "upstream_error"
         )
     return result.output_text, result.usage
-
-
-async def compact_conversation(
-    service: ResponsesService, body: CreateResponseBody, project: str
-) -> dict[str, Any]:
-    """``POST /v1/responses/compact``: a ``responses`` upstream compacts, else the gateway."""
-    route = service.route(body.model)
-    history = await service.history(body, project)
-    own = normalise_input(body.input)
-    items = expand(service.sealer, project, history, own)
-    items = [item for item in items if item.get("type") != "compaction_trigger"]
-    client = service.client(route.provider_name)
-    if route.provider.wire_api == "responses" and client is not None:
-        payload = upstream_payload(stateless_request(body, route, items), stream=False)
-        for key in ("store", "stream"):
-            payload.pop(key, None)
-        answer = await client.fetch_json("/responses/compact", payload)
-        if not isinstance(answer.get("output"), list):
-            raise UpstreamInvalidResponse(
-                route.provider_name,
-                f"The upstream provider '{route.provider_name}' sent an invalid compaction.",
-            )
-        compacted: dict[str, Any] = answer
-        return compacted
-    upstream = build_upstream(route, client)
-    summary, usage = await summarise(upstream, route.upstream_model, items)
-    users = [item for item in [*history, *own] if not is_ours(item)]
-    return compaction_object(compacted_output(service.sealer, project, users, summary), usage)
 
 
 def compact_threshold(context_management: Any) -> int | None:

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from session import Item, normalise_input
 
+from .context import model_context
 from .request_body import CreateResponseBody
 from .stateless import stateless_request
 from .upstream.errors import UpstreamInvalidResponse
@@ -113,19 +114,21 @@ def _load() -> Any:
 
 async def count_input_tokens(service: ResponsesService, body: InputTokensBody, project: str) -> int:
     """Resolve the context as a turn would; ask a ``responses`` upstream, else count here."""
-    route = service.route(body.model) if body.model is not None else None
+    model = body.model
+    route = service.route(model) if model is not None else None
     history = await service.history(body, project)
-    items = [*history, *normalise_input(body.input)]
-    if route is None:
+    items = model_context(service.sealer, project, history, normalise_input(body.input))
+    if route is None or model is None:
         request = {"input": items, "instructions": body.instructions, "tools": body.tools}
         return await service.token_counter.count(request)
     request = stateless_request(body, route, items)
-    client = service.client(route.provider_name)
-    if route.provider.wire_api != "responses" or client is None:
+    if route.provider.wire_api != "responses":
         return await service.token_counter.count(request)
     payload = upstream_payload(request, stream=False)
     counted = {key: payload[key] for key in _COUNTED_FIELDS if key in payload}
-    answer = await client.fetch_json("/responses/input_tokens", counted)
+    answer = await service.fetch(route, model, project, "/responses/input_tokens", counted)
+    if answer is None:
+        return await service.token_counter.count(request)
     tokens = answer.get("input_tokens")
     if not isinstance(tokens, int) or isinstance(tokens, bool):
         raise UpstreamInvalidResponse(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +24,9 @@ from session import (
 )
 
 from .background import BackgroundTurns
-from .compaction import AutoCompacting, CompactingUpstream, Sealer, compact_threshold, expand
+from .compaction import AutoCompacting, CompactingUpstream, Sealer, compact_threshold
 from .config import GatewayConfig, Route
+from .context import model_context
 from .errors import APIError, invalid_request, not_found, previous_response_error, server_error
 from .input_tokens import TokenCounter
 from .locks import KeyedLocks
@@ -37,7 +38,7 @@ from .streaming import StreamedTurns
 from .truncation import CONTEXT_LENGTH_EXCEEDED, is_context_overflow, stated_limit, truncated
 from .upstream import ProviderClient, TurnResult, Upstream, UpstreamError, build_upstream
 from .upstream.base import Replay, UpstreamStream
-from .upstream_metrics import watched
+from .upstream_metrics import MeteredUpstream, metered_fetch
 
 CONTINUABLE = frozenset({"completed", "incomplete"})
 UNFINISHED = frozenset({"queued", "in_progress"})
@@ -91,6 +92,23 @@ class ResponsesService:
 
     def client(self, provider: str) -> ProviderClient | None:
         return self._clients.get(provider)
+
+    def upstream(self, route: Route, model: str, project: str) -> Upstream:
+        """The adapter for ``route``, every call of it metered under ``model``, ``project``."""
+        inner = build_upstream(route, self._clients.get(route.provider_name))
+        return MeteredUpstream(inner, self.metrics, route.provider_name, model, project)
+
+    async def fetch(
+        self, route: Route, model: str, project: str, path: str, payload: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """A metered JSON call to ``route``'s provider at ``path``; ``None`` if it has no
+        HTTP client (``echo``)."""
+        client = self._clients.get(route.provider_name)
+        if client is None:
+            return None
+        return await metered_fetch(
+            client, path, payload, metrics=self.metrics, model=model, project=project
+        )
 
     async def history(self, body: CreateResponseBody, project: str) -> list[Item]:
         """The items that precede this request's input: its chain or its conversation."""
@@ -151,13 +169,13 @@ class ResponsesService:
                     "metadata": {"user": body.user} if body.user else {},
                 },
             )
-            items = expand(self.sealer, project, history, snapshot.input, types)
+            items = model_context(self.sealer, project, history, snapshot.input, types)
             request = stateless_request(body, route, items)
             kept, truncation = len(history), body.truncation == "auto"
             if truncation and route.context_window is not None:
                 shorter = await truncated(request, kept, self.token_counter, route.context_window)
                 request, kept = shorter or (request, kept)
-            upstream = build_upstream(route, self._clients.get(route.provider_name))
+            upstream = self.upstream(route, body.model, project)
             if route.provider.wire_api != "responses":  # which compacts by itself
                 upstream = await self._compacting(upstream, body, project, request, kept)
             yield Turn(
@@ -198,7 +216,9 @@ class ResponsesService:
         retried = False
         while True:
             try:
-                return await stack.enter_async_context(self._watched(turn, stream))
+                return await stack.enter_async_context(
+                    turn.upstream.open(turn.upstream_request, stream=stream)
+                )
             except UpstreamError as error:
                 if not is_context_overflow(error):
                     raise
@@ -217,17 +237,6 @@ class ResponsesService:
             return False
         turn.upstream_request, turn.history = shorter
         return True
-
-    def _watched(self, turn: Turn, stream: bool) -> AbstractAsyncContextManager[UpstreamStream]:
-        return watched(
-            turn.upstream,
-            turn.upstream_request,
-            stream=stream,
-            metrics=self.metrics,
-            provider=turn.provider,
-            model=turn.record.request.model,
-            project=turn.record.project,
-        )
 
     @staticmethod
     def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:

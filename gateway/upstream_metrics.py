@@ -1,16 +1,22 @@
-"""Upstream calls as metrics: latency, time to first token, failures and tokens."""
+"""Upstream calls as metrics: latency, time to first token, failures and tokens.
+
+Every call a request makes upstream goes through here: a turn's, a summary written for a
+compaction, a count of input tokens.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
 
 from .metrics import Metrics
 from .request_log import note_turn
-from .upstream import Event, TurnResult, Upstream, UpstreamError
+from .upstream import Event, ProviderClient, TurnResult, Upstream, UpstreamError
 from .upstream.base import UpstreamStream
 from .upstream.errors import UpstreamRejected
+from .upstream.results import Item
 
 
 def error_code(error: UpstreamError) -> str:
@@ -86,3 +92,54 @@ async def watched(
     except UpstreamError as error:
         metrics.upstream_errors.labels(*labels, error_code(error)).inc()
         raise
+
+
+class MeteredUpstream:
+    """An upstream whose every call is observed as :func:`watched` observes one."""
+
+    def __init__(
+        self, inner: Upstream, metrics: Metrics, provider: str, model: str, project: str
+    ) -> None:
+        self._inner = inner
+        self._metrics = metrics
+        self._provider = provider
+        self._model = model
+        self._project = project
+
+    def open(self, request: Item, *, stream: bool) -> AbstractAsyncContextManager[UpstreamStream]:
+        return watched(
+            self._inner,
+            request,
+            stream=stream,
+            metrics=self._metrics,
+            provider=self._provider,
+            model=self._model,
+            project=self._project,
+        )
+
+
+async def metered_fetch(
+    client: ProviderClient,
+    path: str,
+    payload: dict[str, Any],
+    *,
+    metrics: Metrics,
+    model: str,
+    project: str,
+) -> dict[str, Any]:
+    """``client.fetch_json(path, payload)``, observed: latency, failures and the ``usage``
+    the answer reports."""
+    labels = (client.name, metrics.model_label(model))
+    start = time.perf_counter()
+    try:
+        answer = await client.fetch_json(path, payload)
+    except UpstreamError as error:
+        metrics.upstream_errors.labels(*labels, error_code(error)).inc()
+        raise
+    elapsed = time.perf_counter() - start
+    metrics.upstream_seconds.labels(*labels).observe(elapsed)
+    usage = answer.get("usage")
+    usage = usage if isinstance(usage, dict) else None
+    metrics.observe_usage(project, labels[1], usage)
+    note_turn(project, model, usage, elapsed)
+    return answer

@@ -8,8 +8,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from session import Conversation, ItemPage, new_id
+from session import Conversation, Item, ItemPage, new_id
 
+from ..compaction import check_sealed
 from ..json_response import JSONResponse
 from ..request_body import (
     CreateConversationBody,
@@ -30,9 +31,16 @@ def conversation_object(conversation: Conversation) -> dict[str, Any]:
     }
 
 
+def _usable_items(request: Request, items: list[Any]) -> list[Item]:
+    """The items of a request body, each of a shape and content its turns can use."""
+    checked = check_items(items, "items")
+    check_sealed(service(request).sealer, project(request), checked, "items")
+    return checked
+
+
 async def create_conversation(request: Request) -> Response:
     body = validate_body(CreateConversationBody, await read_body(request))
-    items = check_items(body.items, "items")
+    items = _usable_items(request, body.items)
     conversation = Conversation(
         id=new_id("conv"), project=project(request), metadata=body.metadata or {}
     )
@@ -63,7 +71,7 @@ async def delete_conversation(request: Request) -> Response:
 
 async def create_items(request: Request) -> Response:
     body = validate_body(CreateItemsBody, await read_body(request))
-    items = check_items(body.items, "items")
+    items = _usable_items(request, body.items)
     stored = await service(request).store.append_items(
         project(request), request.path_params["id"], items
     )

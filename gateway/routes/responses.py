@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from ..compaction import compact_conversation
+from ..compact import compact_conversation
 from ..errors import invalid_request
 from ..event_log import resumed
 from ..input_tokens import InputTokensBody, count_input_tokens
