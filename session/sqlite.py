@@ -366,6 +366,7 @@ class SQLiteStore:
 
     async def ping(self) -> None:
         await self._db.read(lambda conn: conn.execute("SELECT 1").fetchone())
+        await self._db.check_writes()
 
     async def close(self) -> None:
         await self._db.close()

@@ -3,7 +3,9 @@
 A write is a short transaction on a WAL file whose commits are not synced: running it
 inline costs a fraction of handing it to a thread. It never waits on the loop, though:
 the writer connection's busy timeout is zero, and a write that finds another process
-holding the file's lock is retried on the worker thread with the configured timeout.
+holding the file's lock is retried on the worker thread. The configured busy timeout
+bounds the whole write, the time it spends queued behind this process's other writes
+included: writers queued behind one lock all give up together, not one timeout apiece.
 Reads (a long chain can take many milliseconds) run on one worker thread with a
 connection of their own, and so do the WAL checkpoints that commits would otherwise do
 inline.
@@ -57,6 +59,18 @@ def _enable_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
 
 class _Busy(Exception):
     """Another process holds the file's write lock."""
+
+
+_PROBE_NAME = "\x00write probe"  # no secret's name starts with a NUL
+
+
+def _probe_write(conn: sqlite3.Connection) -> None:
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.execute(
+        "INSERT INTO gateway_secrets (name, value) VALUES (?, zeroblob(?))",
+        (_PROBE_NAME, page_size),
+    )
+    conn.execute("DELETE FROM gateway_secrets WHERE name = ?", (_PROBE_NAME,))
 
 
 class SQLiteConnections:
@@ -149,31 +163,70 @@ class SQLiteConnections:
         return result
 
     async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, inline unless the file is locked."""
-        async with self._write_lock:
-            try:
-                # ``_transaction`` checks the file before it commits.
-                result = self._guarded(lambda: self._transaction(fn), check_file=False)
-            except _Busy:
-                result = await self._on_thread(self._waiting_write(fn))
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, inline unless the file is locked.
+
+        The write waits at most the busy timeout in all: for this process's earlier
+        writes, then for another process's lock on the file.
+        """
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        await self._take_write_lock(deadline)
+        try:
+            # ``_transaction`` checks the file before it commits.
+            result = self._guarded(lambda: self._transaction(fn), check_file=False)
+        except _Busy:
+            result = await self._on_thread(self._waiting_write(fn, deadline))
+        finally:
+            self._write_lock.release()
         self._writes += 1
         if self._writes % CHECKPOINT_EVERY_WRITES == 0:
             self._thread.submit(self._checkpoint)
         return result
 
-    def _waiting_write(self, fn: Callable[[sqlite3.Connection], T]) -> Callable[[], T]:
+    async def _take_write_lock(self, deadline: float) -> None:
+        if not self._write_lock.locked():  # a free lock needs no timer
+            await self._write_lock.acquire()
+            return
+        try:
+            async with asyncio.timeout(deadline - time.monotonic()):
+                await self._write_lock.acquire()
+        except TimeoutError:
+            raise self._stayed_locked() from None
+
+    def _stayed_locked(self) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"The session database stayed locked for {self._busy_timeout_ms} ms."
+        )
+
+    def _waiting_write(
+        self, fn: Callable[[sqlite3.Connection], T], deadline: float
+    ) -> Callable[[], T]:
         def call() -> T:
-            self.writer.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+            # What is left of the write's time, once queued on the loop and the thread.
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            if left_ms <= 0:
+                raise self._stayed_locked()
+            self.writer.execute(f"PRAGMA busy_timeout = {left_ms}")
             try:
                 return self._guarded(lambda: self._transaction(fn), check_file=False)
             except _Busy:
-                raise StoreUnavailable(
-                    f"The session database stayed locked for {self._busy_timeout_ms} ms."
-                ) from None
+                raise self._stayed_locked() from None
             finally:
                 self.writer.execute("PRAGMA busy_timeout = 0")
 
         return call
+
+    async def check_writes(self) -> None:
+        """Raise :class:`StoreUnavailable` unless a write can be committed now.
+
+        The probe commits a row of one page and deletes it again in the same
+        transaction, so it leaves nothing behind but fails as a turn's save would: when
+        the file is read-only, or neither the free pages of the file nor the disk (or
+        SQLite's page limit) have room for a page. A transaction rolled back instead
+        would never reach the disk (WAL frames are written at commit), and a failure
+        remembered from the last save would stay until traffic came back, which a
+        gateway reported not ready does not get.
+        """
+        await self.write(_probe_write)
 
     def _checkpoint(self) -> None:
         # A failed checkpoint is left to the next one; a failing store reports itself on

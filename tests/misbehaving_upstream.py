@@ -3,6 +3,8 @@
 It speaks just enough Chat Completions and Responses to start an answer, then breaks it
 the way real providers and proxies do: cut connections, clean closes before the end,
 empty or malformed bodies, HTML error pages, dripping or endless bodies, huge bodies.
+One fault is only slow: ``slow_head`` holds its response head for
+:data:`SLOW_HEAD_SECONDS`, then answers in full.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 HUGE_BYTES = 200_000
+SLOW_HEAD_SECONDS = 0.5
 
 
 def _chat_chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -107,6 +110,12 @@ async def chat(request: Request) -> Response:
     if common is not None:
         return common
     hello = [_chat_chunk({"role": "assistant", "content": "Hel"}), _chat_chunk({"content": "lo"})]
+    if fault == "slow_head":
+        await asyncio.sleep(SLOW_HEAD_SECONDS)
+        if stream:
+            return _stream([*hello, _chat_chunk({}, "stop"), b"data: [DONE]\n\n"])
+        message = {"role": "assistant", "content": "Hello"}
+        return _json({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
     if stream:
         streams: dict[str, Any] = {
             "cut": lambda: _cut(hello),

@@ -115,15 +115,11 @@ class ProviderClient:
         if settings.api_key:
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
         self._base_url = (settings.base_url or "").rstrip("/")
-        # A whole answer is bounded by ``timeout_seconds`` around its exchange: no read
-        # timer, which aiohttp would set again on every chunk received.
+        # A whole answer, and a stream's head, are bounded by ``timeout_seconds`` around
+        # the exchange: no read timer, which aiohttp would set again on every chunk
+        # received (a stream's silences get one once its head is in).
         self._answer_timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=settings.connect_timeout_seconds
-        )
-        self._stream_timeout = aiohttp.ClientTimeout(
-            total=None,
-            sock_connect=settings.connect_timeout_seconds,
-            sock_read=settings.stream_idle_timeout_seconds,
         )
         # The provider's last requests as chat messages (for a Chat Completions provider)
         # or as JSON (for a Responses provider).
@@ -268,17 +264,30 @@ class ProviderClient:
             async with asyncio.timeout(self.settings.timeout_seconds):
                 await self._acquire()
                 try:
-                    response = await self._post(path, payload, self._stream_timeout)
+                    response = await self._post(path, payload, self._answer_timeout)
                 except BaseException:
                     self._slots.release()
                     raise
         except TimeoutError:
             raise self._error(UpstreamTimeout, "did not answer in time.") from None
+        self._time_silences(response)
         try:
             yield self._sse_data(response)
         finally:
             response.release()
             self._slots.release()
+
+    def _time_silences(self, response: aiohttp.ClientResponse) -> None:
+        """Bound each silence of a stream whose head is in by ``stream_idle_timeout_seconds``.
+
+        aiohttp's socket read timer, set for the request, would also bound the wait for
+        the head; started now, it fails the body's next read when it runs out.
+        """
+        connection = response.connection
+        protocol = None if connection is None else connection.protocol
+        if protocol is not None:  # else the whole body is in and the connection released
+            protocol.read_timeout = self.settings.stream_idle_timeout_seconds
+            protocol.start_timeout()
 
     async def _sse_data(self, response: aiohttp.ClientResponse) -> AsyncIterator[str]:
         """The ``data`` of each complete server-sent event (an unterminated last one is dropped)."""
