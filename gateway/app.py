@@ -27,6 +27,7 @@ from .measured_store import measured
 from .metrics import Metrics
 from .middleware import (
     AllowedHostsMiddleware,
+    AllowedOriginsMiddleware,
     APIKeyMiddleware,
     JSONOnlyMiddleware,
     ObserveMiddleware,
@@ -166,6 +167,7 @@ def create_app(
             UnsupportedInput: _upstream_error,
             HTTPException: _http_error,
             Exception: _unexpected,
+            Middleware(AllowedOriginsMiddleware, allowed=config.server.allowed_origins),
         },
     )
     app.state.metrics = metrics

@@ -44,6 +44,7 @@ class ServerSettings(_Section):
     max_connections: int = Field(default=1000, ge=1)
     shutdown_grace_seconds: int = Field(default=30, ge=0)
     allowed_hosts: list[str] | None = None
+    allowed_origins: list[str] = Field(default_factory=list)
     workers: int = Field(default=1, ge=1)
     log_format: Literal["text", "json"] = "text"
 

@@ -109,6 +109,11 @@ class Metrics:
             "Session store operations that failed (not counting records not found).",
             ("operation", "code"),
         )
+        self.refused = counter(
+            "gateway_refused",
+            "Connections closed and requests refused by the server's own limits.",
+            ("reason",),
+        )
         self.active_streams = Gauge(
             "gateway_active_streams",
             "Streamed responses in flight.",

@@ -1,8 +1,10 @@
 """Serving the app with uvicorn, bounded: header, body, keep-alive and connection limits.
 
-uvicorn closes idle keep-alive connections and answers 503 past ``limit_concurrency``,
-but it waits forever for a request head that arrives a byte at a time (slowloris). The
-protocol below closes a connection whose request head is not complete in time.
+uvicorn closes idle keep-alive connections, but it waits forever for a request head that
+arrives a byte at a time (slowloris), and counts connections that never send one against
+``limit_concurrency``. The protocol below closes a connection whose request head is not
+complete in time, and when full closes the oldest connection still waiting for a head
+rather than refuse requests. uvicorn's lines name no query string: a key may be in one.
 
 The event loop is uvloop: besides its speed, libuv sheds connections cleanly when the
 process runs out of file descriptors, where asyncio's accept loop logs thousands of
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import multiprocessing
 import os
 import signal
@@ -30,7 +33,7 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 from .app import create_app
 from .config import GatewayConfig
-from .metrics import MULTIPROCESS_ENV, process_ended, share_between_processes
+from .metrics import MULTIPROCESS_ENV, Metrics, process_ended, share_between_processes
 
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections; CPython's default is 700
 COALESCE_LIMIT = 64 * 1024  # bytes held back at most before they are written at once
@@ -83,10 +86,38 @@ class CoalescedWrites:
         return getattr(self._transport, name)
 
 
+class WaitingConnections:
+    """A server's connections waiting for a request head (keep-alive ones too), oldest
+    first: those closed first when the server is full."""
+
+    def __init__(self) -> None:
+        self._order: dict[HeadTimeoutProtocol, None] = {}
+
+    def add(self, connection: HeadTimeoutProtocol) -> None:
+        self._order.pop(connection, None)
+        self._order[connection] = None
+
+    def discard(self, connection: HeadTimeoutProtocol) -> None:
+        self._order.pop(connection, None)
+
+    def oldest(self) -> HeadTimeoutProtocol | None:
+        return next(iter(self._order), None)
+
+
 class HeadTimeoutProtocol(HttpToolsProtocol):
-    """HTTP/1.1 that gives each request head ``head_timeout`` seconds from its first byte."""
+    """HTTP/1.1 that gives each request head ``head_timeout`` seconds from its first byte,
+    and keeps at most ``max_connections`` connections and requests in flight.
+
+    uvicorn's ``limit_concurrency`` counts connections that have not sent a request: a
+    client holding many of them open would have every request answered 503. Here a new
+    connection past the limit closes the oldest one still waiting for a request head, and
+    a request is refused only when ``max_connections`` requests are in flight.
+    """
 
     head_timeout = 10.0
+    max_connections = 1000
+    metrics: Metrics | None = None
+    waiting: WaitingConnections  # one per server, set by uvicorn_config
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -98,6 +129,12 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CoalescedWrites(transport, self.loop))  # type: ignore[arg-type]
         self._arm()
+        self.waiting.add(self)
+        while len(self.connections) > self.max_connections:
+            oldest = self.waiting.oldest()
+            if oldest is None or oldest is self:
+                break
+            oldest._close("idle_closed")
 
     def data_received(self, data: bytes) -> None:
         if self._head_timer is None and self._waiting_for_head():
@@ -105,9 +142,28 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
         super().data_received(data)
         if not self._waiting_for_head():
             self._disarm()
+            self.waiting.discard(self)
+
+    def on_headers_complete(self) -> None:
+        busy = len(self.tasks) >= self.max_connections
+        if busy and not (self.parser.should_upgrade() and self._should_upgrade()):
+            self._count("busy")
+        self.limit_concurrency = 0 if busy else None  # uvicorn answers 503 past its limit
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._waiting_for_head() and not self.transport.is_closing():
+            self.waiting.add(self)
+
+    def handle_websocket_upgrade(self) -> None:
+        self._disarm()  # the head is complete; the socket may then stay open for hours
+        self.waiting.discard(self)
+        super().handle_websocket_upgrade()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self.waiting.discard(self)
         super().connection_lost(exc)
 
     def _arm(self) -> None:
@@ -121,7 +177,39 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
     def _head_too_slow(self) -> None:
         self._head_timer = None
         if self._waiting_for_head() and not self.transport.is_closing():
-            self.transport.close()
+            self._close("head_timeout")
+
+    def _close(self, reason: str) -> None:
+        self._disarm()
+        self.waiting.discard(self)
+        self.connections.discard(self)  # at once: a request arriving meanwhile sees room
+        self.transport.close()
+        self._count(reason)
+
+    def _count(self, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.refused.labels(reason).inc()
+
+
+class QuerylessPaths(logging.Filter):
+    """Cuts the query string off the paths uvicorn logs (``"WebSocket /v1/responses"``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_without_query(arg) for arg in record.args)
+        return True
+
+
+def _without_query(arg: object) -> object:
+    if isinstance(arg, str) and arg.startswith("/") and "?" in arg:
+        return arg.partition("?")[0]
+    return arg
+
+
+def hide_query_strings(logger: logging.Logger) -> None:
+    """Keep query strings out of ``logger``'s lines, once however often it is called."""
+    if not any(isinstance(each, QuerylessPaths) for each in logger.filters):
+        logger.addFilter(QuerylessPaths())
 
 
 # Time for streams cut at the end of the grace period to store their failure and send it.
@@ -152,6 +240,7 @@ class GatewayServer(uvicorn.Server):
     def __init__(self, config: GatewayConfig, log_level: str = "info") -> None:
         self.app = create_app(config)
         self.grace = config.server.shutdown_grace_seconds
+        hide_query_strings(logging.getLogger("uvicorn.error"))
         super().__init__(uvicorn_config(config, self.app, log_level))
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -179,7 +268,12 @@ def uvicorn_config(
     protocol = type(
         "GatewayHTTPProtocol",
         (HeadTimeoutProtocol,),
-        {"head_timeout": settings.header_timeout_seconds},
+        {
+            "head_timeout": settings.header_timeout_seconds,
+            "max_connections": settings.max_connections,
+            "metrics": app.state.metrics,
+            "waiting": WaitingConnections(),
+        },
     )
     return uvicorn.Config(
         app,
@@ -192,7 +286,7 @@ def uvicorn_config(
         loop="uvloop",
         access_log=False,  # the app logs each request itself (ObserveMiddleware)
         timeout_keep_alive=settings.keep_alive_seconds,
-        limit_concurrency=settings.max_connections,
+        limit_concurrency=None,  # the protocol keeps server.max_connections itself
         timeout_graceful_shutdown=settings.shutdown_grace_seconds + _FAILURE_FLUSH_SECONDS,
     )
 

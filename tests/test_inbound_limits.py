@@ -104,25 +104,31 @@ def test_an_idle_keep_alive_connection_is_closed(instance: tuple[Any, str]) -> N
 def test_past_the_connection_limit_requests_get_503_then_recover(
     tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
 ) -> None:
-    config = write_config(tmp_path / "config.yaml", fake_upstream[1], header_timeout_seconds=30)
+    config = write_config(tmp_path / "config.yaml", fake_upstream[1], body_timeout_seconds=30)
     process, url = start_instance(config)
     try:
-        idle = [connect(url) for _ in range(8)]
+        busy = [connect(url) for _ in range(8)]  # eight requests in flight, waiting for bodies
         try:
-            for _ in range(50):  # bounded wait for the server to accept all eight
+            for sock in busy:
+                sock.sendall(
+                    b"POST /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+                )
+            for _ in range(50):  # bounded wait for the server to read all eight
                 refused = httpx.get(f"{url}/healthz")
                 if refused.status_code == 503:
                     break
                 time.sleep(0.05)
             assert refused.status_code == 503
         finally:
-            for sock in idle:
+            for sock in busy:
                 sock.close()
         for _ in range(50):  # bounded wait for the server to see the closed sockets
             if httpx.get(f"{url}/healthz").status_code == 200:
                 break
             time.sleep(0.05)
         assert httpx.get(f"{url}/healthz").status_code == 200
+        assert 'gateway_refused_total{reason="busy"}' in httpx.get(f"{url}/metrics").text
     finally:
         process.terminate()
         process.wait(timeout=30)

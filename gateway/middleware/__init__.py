@@ -1,6 +1,7 @@
 """Pure-ASGI middleware, one per module."""
 
 from .allowed_hosts import AllowedHostsMiddleware
+from .allowed_origins import AllowedOriginsMiddleware
 from .api_keys import APIKeyMiddleware
 from .json_only import JSONOnlyMiddleware
 from .observe import ObserveMiddleware
@@ -8,6 +9,7 @@ from .observe import ObserveMiddleware
 __all__ = [
     "APIKeyMiddleware",
     "AllowedHostsMiddleware",
+    "AllowedOriginsMiddleware",
     "JSONOnlyMiddleware",
     "ObserveMiddleware",
 ]

@@ -37,10 +37,10 @@ class APIKeyMiddleware:
         try:
             caller = await authenticator.admit(authorization)
         except APIError as error:
-            await _refuse(scope, receive, send, error)
+            await refuse(scope, receive, send, error)
             return
         except SessionError as error:
-            await _refuse(scope, receive, send, from_session_error(error))
+            await refuse(scope, receive, send, from_session_error(error))
             return
         state = scope.setdefault("state", {})
         state["project"] = caller.project
@@ -48,7 +48,7 @@ class APIKeyMiddleware:
         await self.app(scope, receive, send)
 
 
-async def _refuse(scope: Scope, receive: Receive, send: Send, error: APIError) -> None:
+async def refuse(scope: Scope, receive: Receive, send: Send, error: APIError) -> None:
     """The error as an HTTP answer, to a WebSocket upgrade too where the server can."""
     if scope["type"] == "http":
         await error.response()(scope, receive, send)

@@ -4,13 +4,15 @@ The client sends ``{"type": "response.create", ...create parameters}`` frames; e
 as a streamed turn and every event goes back as one JSON text frame, then the next frame
 is read: one response at a time, in order. Errors are ``{"type": "error", ...}`` frames.
 The connection remembers its latest response, so ``previous_response_id`` continues from it
-even with ``store: false`` (the client then sends only the new items). A connection lasts
-at most 60 minutes.
+even with ``store: false`` (the client then sends only the new items); a continuation that
+fails makes it forget that response, which, unstored, can then no longer be continued. A
+connection lasts at most 60 minutes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +62,11 @@ class ResponsesSocket:
 
     async def serve(self) -> None:
         await self.websocket.accept()
+        # A client that leaves mid-turn ends only the relay: the turn finishes and is stored.
+        with contextlib.suppress(WebSocketDisconnect):
+            await self._serve_frames()
+
+    async def _serve_frames(self) -> None:
         while True:
             try:
                 async with asyncio.timeout(self.deadline - time.monotonic()):
@@ -67,8 +74,6 @@ class ResponsesSocket:
             except TimeoutError:
                 await self._send(error_frame(_connection_limit()))
                 await self.websocket.close(1000)
-                return
-            except WebSocketDisconnect:
                 return
             status = 200
             try:
@@ -98,26 +103,36 @@ class ResponsesSocket:
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "response.processed":
             return  # Codex acknowledges each response; nothing to do
-        if kind == "response.create" and self.caller is not None:
-            self.websocket.app.state.authenticator.acquire(self.caller)
         if kind != "response.create":
             raise invalid_request(
                 f"Unknown event type {kind!r}: send 'response.create'.",
                 param="type",
                 code="invalid_value",
             )
+        history = self._continued(message.get("previous_response_id"))
+        if self.caller is not None:
+            self.websocket.app.state.authenticator.acquire(self.caller)
         fields = {key: value for key, value in message.items() if key not in _SOCKET_FIELDS}
         body = check_create_body(
             validate_body(CreateResponseBody, orjson.dumps({**fields, "stream": True}))
         )
-        history = None
-        if self.last is not None and body.previous_response_id == self.last.id:
-            history = self.last.items
         if message.get("generate") is False:
             await self._prepare(body, history)
             return
         lane = message.get("stream_id")
         await self._stream(body, history, lane if isinstance(lane, str) else None)
+
+    def _continued(self, previous_response_id: object) -> list[Item] | None:
+        """The remembered context a continuation names, forgotten from here on.
+
+        A continuation that fails in any way (a 4xx or 5xx error, a ``response.failed``)
+        must leave nothing to continue from on this connection; one that succeeds is
+        remembered in its place.
+        """
+        if self.last is None or previous_response_id != self.last.id:
+            return None
+        items, self.last = self.last.items, None
+        return items
 
     async def _stream(
         self, body: CreateResponseBody, history: list[Item] | None, lane: str | None = None

@@ -1,0 +1,87 @@
+"""Connections that send no request do not starve those that do, and what the server's
+limits close or refuse shows in ``/metrics``."""
+
+from __future__ import annotations
+
+import re
+import time
+from contextlib import ExitStack, closing
+from pathlib import Path
+
+import httpx
+from websockets.sync.client import connect as ws_connect
+
+from .fake_upstream import FakeUpstream
+from .servers import start_instance
+from .test_inbound_limits import closed_by_server, connect, write_config
+from .test_websocket import raw_turn, ws_url
+
+
+def refused(metrics: str, reason: str) -> float:
+    found = re.search(rf'^gateway_refused_total\{{reason="{reason}"\}} (\S+)$', metrics, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_idle_connections_make_room_for_requests(
+    tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
+) -> None:
+    config = write_config(
+        tmp_path / "config.yaml",
+        fake_upstream[1],
+        max_connections=20,
+        header_timeout_seconds=30,
+        keep_alive_seconds=30,
+    )
+    process, url = start_instance(config)
+    try:
+        with ExitStack() as stack:
+            idle = [stack.enter_context(closing(connect(url))) for _ in range(30)]
+            with httpx.Client(base_url=url) as client:  # one keep-alive connection
+                answers = []
+                for _ in range(20):
+                    answers.append(client.get("/healthz").status_code)
+                    answers.append(httpx.get(f"{url}/healthz").status_code)  # a new one each
+                    time.sleep(0.01)
+                assert answers == [200] * 40
+                metrics = client.get("/metrics").text
+            assert refused(metrics, "idle_closed") >= 10  # 30 idle + the clients' > 20
+            assert refused(metrics, "busy") == 0
+            assert closed_by_server(idle[0]) == b""  # the oldest were closed first
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_a_connection_cut_for_a_slow_head_is_counted(
+    tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
+) -> None:
+    process, url = start_instance(write_config(tmp_path / "config.yaml", fake_upstream[1]))
+    try:
+        with closing(connect(url)) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.1\r\n")
+            assert closed_by_server(sock) == b""
+        with closing(connect(url)) as sock:
+            assert closed_by_server(sock) == b""
+        metrics = httpx.get(f"{url}/metrics").text
+        assert refused(metrics, "head_timeout") == 2
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_an_open_websocket_is_not_taken_for_an_idle_connection(
+    tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
+) -> None:
+    config = write_config(tmp_path / "config.yaml", fake_upstream[1], max_connections=4)
+    process, url = start_instance(config)
+    frame = {"type": "response.create", "model": "echo", "input": "still here"}
+    try:
+        with ws_connect(ws_url(url)) as socket:
+            with ExitStack() as stack:
+                for _ in range(8):
+                    stack.enter_context(closing(connect(url)))
+                assert httpx.get(f"{url}/healthz").status_code == 200
+            assert raw_turn(socket, frame)[-1]["type"] == "response.completed"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
