@@ -22,7 +22,7 @@ from .auth import Authenticator
 from .compaction import Sealer
 from .config import GatewayConfig
 from .errors import APIError, from_session_error, from_upstream_error, server_error
-from .maintenance import fail_stale_turns, prune_expired
+from .maintenance import fail_stale_turns, keep_alive, prune_expired
 from .measured_store import measured
 from .metrics import Metrics
 from .middleware import (
@@ -125,7 +125,16 @@ def create_app(
                         SWEEP_INTERVAL_SECONDS,
                         stop_upkeep,
                     )
-                )
+                ),
+                asyncio.create_task(
+                    keep_alive(
+                        kept,
+                        service.instance_id,
+                        config.server.heartbeat_seconds,
+                        config.server.heartbeat_timeout_seconds,
+                        stop_upkeep,
+                    )
+                ),
             ]
             if (retention := config.session.retention) is not None:
                 sweep_every = config.session.retention_sweep_seconds
@@ -156,6 +165,7 @@ def create_app(
         middleware=[
             Middleware(ObserveMiddleware, metrics=metrics, routes=routes),
             Middleware(AllowedHostsMiddleware, allowed=config.server.hosts_allowed()),
+            Middleware(AllowedOriginsMiddleware, allowed=config.server.allowed_origins),
             *([Middleware(APIKeyMiddleware)] if config.auth.mode == "keys" else []),
             Middleware(JSONOnlyMiddleware),
         ],
@@ -167,7 +177,6 @@ def create_app(
             UnsupportedInput: _upstream_error,
             HTTPException: _http_error,
             Exception: _unexpected,
-            Middleware(AllowedOriginsMiddleware, allowed=config.server.allowed_origins),
         },
     )
     app.state.metrics = metrics

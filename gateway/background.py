@@ -1,21 +1,26 @@
 """Background responses: ``background: true`` returns ``queued`` at once; a task runs the turn.
 
 The task opens the turn (conversation lock, context) and stores it ``queued``; until then
-any failure is the create request's own HTTP error. Then it stores ``in_progress``, calls
+any failure is the create request's own HTTP error. It waits for a background slot of
+its provider (see :mod:`gateway.background_slots`), then stores ``in_progress``, calls
 the upstream and stores how it ended. ``POST /v1/responses/{id}/cancel`` cancels the task
 (the turn is stored ``cancelled``); a shutdown past its grace period cancels the rest
-(stored ``failed``). A turn whose instance died is failed by the sweep of stale turns.
+(stored ``failed``). A turn whose instance died is failed once that instance's
+heartbeat goes stale (see :func:`gateway.maintenance.keep_alive`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 from session import SaveConflict, StoredResponse
 
+from .background_slots import FairSlots
 from .cancellable import CancellableTurns
 from .upstream import TurnResult, UpstreamError
 from .upstream.results import failed_result
@@ -32,6 +37,7 @@ class BackgroundTurns:
 
     def __init__(self) -> None:
         self.running = CancellableTurns()
+        self._shares: dict[str, FairSlots] = {}  # by provider, made on first use
 
     async def start(
         self, service: ResponsesService, body: CreateResponseBody, project: str
@@ -82,19 +88,34 @@ class BackgroundTurns:
                 ready.cancel()
             raise
 
+    def _slot(self, service: ResponsesService, turn: Turn) -> AbstractAsyncContextManager[None]:
+        """A slot of the turn's provider for the turn's project (none needed for ``echo``)."""
+        if service.client(turn.provider) is None:
+            return contextlib.nullcontext()
+        slots = self._shares.get(turn.provider)
+        if slots is None:
+            shares = service.config.providers[turn.provider].background_shares()
+            slots = self._shares[turn.provider] = FairSlots(*shares)
+        return slots.slot(turn.record.project)
+
     async def _complete(self, service: ResponsesService, turn: Turn) -> None:
         record = turn.record
         try:
-            turn.record = record = record.model_copy(update={"status": "in_progress"})
-            await service.store.save(record, overwrite=True)
-            result: TurnResult | None = None
-            try:
-                async with service.open_upstream(turn, stream=False) as events:
-                    async for event in events:
-                        if isinstance(event, TurnResult):
-                            result = event
-            except UpstreamError as error:
-                result = failed_result(error.message)
+            async with self._slot(service, turn):
+                turn.record = record = record.model_copy(update={"status": "in_progress"})
+                try:
+                    await service.store.save(record, overwrite=True)
+                except SaveConflict:
+                    logger.info("background response %s was finished elsewhere", record.id)
+                    return
+                result: TurnResult | None = None
+                try:
+                    async with service.open_upstream(turn, stream=False) as events:
+                        async for event in events:
+                            if isinstance(event, TurnResult):
+                                result = event
+                except UpstreamError as error:
+                    result = failed_result(error.message)
             final = service.finished(turn.record, result or failed_result("No answer arrived."))
         except asyncio.CancelledError:
             final = self._stopped(service, record)

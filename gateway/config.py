@@ -47,6 +47,14 @@ class ServerSettings(_Section):
     allowed_origins: list[str] = Field(default_factory=list)
     workers: int = Field(default=1, ge=1)
     log_format: Literal["text", "json"] = "text"
+    heartbeat_seconds: float = Field(default=10.0, gt=0)
+    heartbeat_timeout_seconds: float = Field(default=40.0, gt=0)
+
+    @model_validator(mode="after")
+    def _heartbeat_outlives_a_missed_beat(self) -> ServerSettings:
+        if self.heartbeat_timeout_seconds <= 2 * self.heartbeat_seconds:
+            raise ValueError("heartbeat_timeout_seconds must be more than twice heartbeat_seconds")
+        return self
 
     def hosts_allowed(self) -> list[str]:
         """``allowed_hosts``, or the loopback names when bound to loopback, else any."""
@@ -68,6 +76,8 @@ class ProviderSettings(_Section):
     max_response_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     max_connections: int = Field(default=100, ge=1)
     pool_timeout_seconds: float = Field(default=10.0, gt=0)
+    background_connections: int | None = Field(default=None, ge=1)
+    background_connections_per_project: int | None = Field(default=None, ge=1)
     headers: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -75,6 +85,28 @@ class ProviderSettings(_Section):
         if self.wire_api != "echo" and not self.base_url:
             raise ValueError(f"base_url is required for wire_api {self.wire_api!r}")
         return self
+
+    @model_validator(mode="after")
+    def _background_shares_fit(self) -> ProviderSettings:
+        total, _ = self.background_shares()
+        if total > self.max_connections:
+            raise ValueError("background_connections may not exceed max_connections")
+        per_project = self.background_connections_per_project
+        if per_project is not None and per_project > total:
+            raise ValueError(
+                "background_connections_per_project may not exceed background_connections"
+            )
+        return self
+
+    def background_shares(self) -> tuple[int, int]:
+        """Connections background turns may hold at once: in all, and for one project.
+
+        By default half the pool, and half of that for one project: the rest of the pool
+        stays free for turns that a client waits for.
+        """
+        total = self.background_connections or max(1, self.max_connections // 2)
+        per_project = self.background_connections_per_project or max(1, total // 2)
+        return total, min(per_project, total)
 
 
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]

@@ -53,6 +53,27 @@ async def fail_stale_turns(
             return
 
 
+async def keep_alive(
+    store: SessionStore, instance_id: str, every: float, dead_after: float, stop: asyncio.Event
+) -> None:
+    """Every ``every`` seconds (and at once), write this instance's heartbeat, then fail
+    the unfinished turns of instances whose heartbeat is older than ``dead_after``.
+
+    An instance that died mid-turn is found within ``dead_after + every`` seconds,
+    long before its turns pass every deadline.
+    """
+    while True:
+        try:
+            await store.beat(instance_id, time.time())
+            count = await store.fail_orphaned(time.time() - dead_after, STALE_ERROR)
+            if count:
+                logger.warning("marked %d response(s) of a stopped instance failed", count)
+        except SessionError as error:
+            logger.warning("heartbeat skipped: %s", error.message)
+        if not await paused(stop, every):
+            return
+
+
 PRUNE_BATCH = 200
 PRUNE_PAUSE_SECONDS = 0.05
 

@@ -77,6 +77,8 @@ class ResponsesService:
         self._conversations = KeyedLocks()
         self.streams = StreamedTurns(metrics.active_streams)
         self.background = BackgroundTurns()
+        # Stored on each turn this instance runs; its heartbeat shows it is still running.
+        self.instance_id = new_id("gw")
         self.token_counter = TokenCounter()
 
     def route(self, model: str) -> Route:
@@ -167,6 +169,7 @@ class ResponsesService:
                         {"output": [], "usage": None, "error": None, "incomplete_details": None},
                     ),
                     "metadata": {"user": body.user} if body.user else {},
+                    "instance_id": self.instance_id,
                 },
             )
             items = model_context(self.sealer, project, history, snapshot.input, types)

@@ -83,6 +83,7 @@ class MemoryStore:
         self._deletions = 0  # the deletion generation
         self._responses: dict[str, dict[str, str]] = {}
         self._unfinished: dict[tuple[str, str], float] = {}  # (project, id) -> created_at
+        self._beats: dict[str, float] = {}  # instance id -> when it was last alive
         self._conversations: dict[str, dict[str, _ConversationState]] = {}
         self._keys: dict[str, str] = {}  # key id -> JSON
         self._secrets: dict[str, str] = {}
@@ -236,14 +237,27 @@ class MemoryStore:
 
     async def fail_stale(self, before: float, error: Item) -> int:
         stale = [key for key, created in self._unfinished.items() if created < before]
-        for project, response_id in stale:
+        return await self._fail(stale, error)
+
+    async def beat(self, instance_id: str, at: float) -> None:
+        self._beats[instance_id] = at
+
+    async def fail_orphaned(self, alive_since: float, error: Item) -> int:
+        dead = {instance for instance, at in self._beats.items() if at < alive_since}
+        orphaned = [key for key in self._unfinished if self._find(*key).instance_id in dead]
+        for instance in dead:
+            del self._beats[instance]
+        return await self._fail(orphaned, error)
+
+    async def _fail(self, keys: list[tuple[str, str]], error: Item) -> int:
+        for project, response_id in keys:
             record = self._find(project, response_id)
             response = record.response.model_copy(update={"error": dict(error)})
             failed = record.model_copy(
                 update={"status": "failed", "completed_at": time.time(), "response": response}
             )
             await self.save(failed, overwrite=True)
-        return len(stale)
+        return len(keys)
 
     async def prune(self, before: float, limit: int) -> Pruned:
         responses = [

@@ -136,6 +136,9 @@ class StoredResponse(BaseModel):
     request: RequestSnapshot
     response: ResponseSnapshot = Field(default_factory=ResponseSnapshot)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # The gateway instance that runs the turn: while it is unfinished, the turn fails
+    # once that instance stops proving it is alive (see ``SessionStore.fail_orphaned``).
+    instance_id: str | None = None
 
 
 @dataclass(frozen=True)

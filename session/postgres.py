@@ -26,6 +26,7 @@ from .agent_store.store import OperationFactory
 from .chain import DEFAULT_MAX_DEPTH, chain_turn
 from .conversations import Conversation
 from .errors import InvalidData, ResponseNotFound, SaveConflict, StoreUnavailable
+from .heartbeats import POSTGRES as HEARTBEATS
 from .keys import ApiKey
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order, page_items
@@ -47,6 +48,7 @@ _NAMES = (
     "request",
     "response",
     "metadata",
+    "instance_id",
 )
 _COLUMNS = ", ".join(_NAMES)
 _VALUES = ", ".join("%s" for _ in _NAMES)
@@ -68,6 +70,7 @@ def _row(record: StoredResponse) -> tuple[Any, ...]:
         Jsonb(data["request"]),
         Jsonb(data["response"]),
         Jsonb(data["metadata"]),
+        record.instance_id,
     )
 
 
@@ -302,6 +305,20 @@ class PostgresStore:
                 " WHERE status IN ('in_progress', 'queued') AND created_at < %s",
                 (time.time(), Jsonb(error), before),
             )
+            return cursor.rowcount
+
+    @bounded
+    async def beat(self, instance_id: str, at: float) -> None:
+        async with self._connection() as conn:
+            await conn.execute(HEARTBEATS.beat, (instance_id, at))
+
+    @bounded
+    async def fail_orphaned(self, alive_since: float, error: Item) -> int:
+        async with self._connection() as conn:
+            cursor = await conn.execute(
+                HEARTBEATS.fail_orphaned, (time.time(), Jsonb(error), alive_since)
+            )
+            await conn.execute(HEARTBEATS.forget, (alive_since,))
             return cursor.rowcount
 
     @bounded

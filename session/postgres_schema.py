@@ -108,6 +108,13 @@ MIGRATIONS: list[str] = [
         REFERENCING OLD TABLE AS gone
         FOR EACH STATEMENT EXECUTE FUNCTION responses_deleted();
     """,
+    # An unfinished turn names its instance; the instance proves it is alive in its row.
+    """
+    ALTER TABLE responses ADD COLUMN instance_id TEXT;
+    CREATE INDEX responses_unfinished_instance ON responses (instance_id)
+        WHERE status IN ('in_progress', 'queued');
+    CREATE TABLE instances (id TEXT PRIMARY KEY, beat_at DOUBLE PRECISION NOT NULL);
+    """,
 ]
 
 

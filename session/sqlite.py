@@ -16,6 +16,7 @@ from .agent_store import AgentStore, SQLiteRunner
 from .chain import DEFAULT_MAX_DEPTH, chain_turn
 from .conversations import Conversation
 from .errors import ResponseNotFound, SaveConflict
+from .heartbeats import SQLITE as HEARTBEATS
 from .keys import ApiKey
 from .models import (
     ChainTurn,
@@ -43,6 +44,7 @@ _COLUMN_NAMES = (
     "request",
     "response",
     "metadata",
+    "instance_id",
 )
 _COLUMNS = ", ".join(_COLUMN_NAMES)
 _PLACEHOLDERS = ", ".join("?" for _ in _COLUMN_NAMES)
@@ -108,6 +110,7 @@ def _to_row(record: StoredResponse) -> tuple[Any, ...]:
         orjson.dumps(record.request.__dict__).decode(),
         orjson.dumps(record.response.__dict__).decode(),
         orjson.dumps(record.metadata).decode(),
+        record.instance_id,
     )
 
 
@@ -123,6 +126,7 @@ def _from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredResponse:
         request=RequestSnapshot.model_validate_json(row[7]),
         response=ResponseSnapshot.model_validate_json(row[8]),
         metadata=json.loads(row[9]),
+        instance_id=row[10],
     )
 
 
@@ -321,6 +325,19 @@ class SQLiteStore:
                 (time.time(), json.dumps(error), before),
             )
             return cursor.rowcount
+
+        return await self._db.write(sweep)
+
+    async def beat(self, instance_id: str, at: float) -> None:
+        await self._db.write(lambda conn: conn.execute(HEARTBEATS.beat, (instance_id, at)))
+
+    async def fail_orphaned(self, alive_since: float, error: Item) -> int:
+        def sweep(conn: sqlite3.Connection) -> int:
+            marked = conn.execute(
+                HEARTBEATS.fail_orphaned, (time.time(), json.dumps(error), alive_since)
+            ).rowcount
+            conn.execute(HEARTBEATS.forget, (alive_since,))
+            return marked
 
         return await self._db.write(sweep)
 

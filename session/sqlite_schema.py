@@ -137,6 +137,16 @@ def _v10_deletion_generation(db: sqlite_utils.Database) -> None:
     )
 
 
+def _v11_instance_heartbeats(db: sqlite_utils.Database) -> None:
+    # An unfinished turn names its instance; the instance proves it is alive in its row.
+    db.execute("ALTER TABLE responses ADD COLUMN instance_id TEXT")
+    db.execute(
+        "CREATE INDEX responses_unfinished_instance ON responses (instance_id)"
+        " WHERE status IN ('in_progress', 'queued')"
+    )
+    db.execute("CREATE TABLE instances (id TEXT PRIMARY KEY, beat_at REAL NOT NULL)")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_responses,
     _v2_conversations,
@@ -148,6 +158,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v8_agent_store,
     _v9_framework_adapters,
     _v10_deletion_generation,
+    _v11_instance_heartbeats,
 ]
 
 

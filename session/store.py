@@ -119,6 +119,19 @@ class SessionStore(Protocol):
         """
         ...
 
+    async def beat(self, instance_id: str, at: float) -> None:
+        """Record that the gateway instance ``instance_id`` was alive at ``at`` (Unix time)."""
+        ...
+
+    async def fail_orphaned(self, alive_since: float, error: Item) -> int:
+        """Mark failed the ``in_progress``/``queued`` turns whose instance last beat before
+        ``alive_since``, and forget those instances; return how many turns were marked.
+
+        A turn naming no instance, or one with no heartbeat kept, is left to
+        :meth:`fail_stale`. Several instances may sweep at once; each turn is marked once.
+        """
+        ...
+
     async def prune(self, before: float, limit: int) -> Pruned:
         """Delete up to ``limit`` turns created, and ``limit`` conversations last changed,
         before ``before`` (Unix time). Safe to run on several instances at once."""

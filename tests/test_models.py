@@ -20,6 +20,7 @@ def values() -> dict[str, Any]:
         "request": trusted(RequestSnapshot, dict(request.__dict__)),
         "response": ResponseSnapshot(),
         "metadata": {"user": "u"},
+        "instance_id": "gw_1",
     }
 
 

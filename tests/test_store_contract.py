@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from session import (
@@ -9,6 +11,7 @@ from session import (
     ChainTooDeep,
     InvalidCursor,
     ResponseNotFound,
+    ResponseStatus,
     SaveConflict,
     SessionStore,
     TurnNotContinuable,
@@ -129,6 +132,53 @@ async def test_stale_unfinished_turns_are_marked_failed(store: SessionStore) -> 
     assert (await store.get("default", "resp_done")).status == "completed"
     assert await store.fail_stale(old.created_at + 1, error) == 0
     await store.ping()
+
+
+async def test_turns_of_an_instance_that_stopped_beating_are_failed(store: SessionStore) -> None:
+    now = time.time()
+    await store.beat("gw_live", now)
+    await store.beat("gw_dead", now - 100)
+    await store.beat("gw_dead", now - 60)  # its last beat counts
+    runs: dict[str, tuple[str | None, ResponseStatus]] = {
+        "resp_dead": ("gw_dead", "in_progress"),
+        "resp_dead_queued": ("gw_dead", "queued"),
+        "resp_dead_done": ("gw_dead", "completed"),
+        "resp_live": ("gw_live", "in_progress"),
+        "resp_unknown": ("gw_never_beat", "in_progress"),
+        "resp_nobody": (None, "in_progress"),
+    }
+    for response_id, (instance, status) in runs.items():
+        record = turn(response_id, status=status)
+        record.instance_id = instance
+        await store.save(record)
+    assert (await store.get("default", "resp_dead")).instance_id == "gw_dead"
+    error = {"code": "server_error", "message": "The gateway stopped."}
+    assert await store.fail_orphaned(now - 30, error) == 2
+    for response_id in ("resp_dead", "resp_dead_queued"):
+        swept = await store.get("default", response_id)
+        assert swept.status == "failed" and swept.response.error == error
+        assert swept.completed_at is not None
+    statuses = {r: (await store.get("default", r)).status for r in runs}
+    assert statuses["resp_dead_done"] == "completed"
+    assert statuses["resp_live"] == statuses["resp_unknown"] == statuses["resp_nobody"]
+    assert statuses["resp_live"] == "in_progress"
+    assert await store.fail_orphaned(now - 30, error) == 0
+
+
+async def test_an_instance_forgotten_as_dead_is_alive_again_once_it_beats(
+    store: SessionStore,
+) -> None:
+    now = time.time()
+    await store.beat("gw_slow", now - 60)
+    error = {"code": "server_error", "message": "The gateway stopped."}
+    assert await store.fail_orphaned(now - 30, error) == 0  # forgotten: nothing ran there
+    await store.beat("gw_slow", now)
+    record = turn("resp_later", status="in_progress")
+    record.instance_id = "gw_slow"
+    await store.save(record)
+    assert await store.fail_orphaned(now - 30, error) == 0
+    assert (await store.get("default", "resp_later")).status == "in_progress"
+    assert await store.fail_orphaned(now + 1, error) == 1  # its beat is stale from now + 1 on
 
 
 async def test_chain_resolves_oldest_first_with_inputs_then_outputs(store: SessionStore) -> None:
