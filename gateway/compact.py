@@ -47,8 +47,13 @@ async def compact_conversation(
                     route.provider_name,
                     f"The upstream provider '{route.provider_name}' sent an invalid compaction.",
                 )
+            usage = answer.get("usage")
+            await service.keep_usage(
+                project, body.model, usage if isinstance(usage, dict) else None
+            )
             return answer
     upstream = service.upstream(route, body.model, project)
     summary, usage = await summarise(upstream, route.upstream_model, items)
+    await service.keep_usage(project, body.model, usage)
     users = [item for item in [*history, *own] if not is_ours(item)]
     return compaction_object(compacted_output(service.sealer, project, users, summary), usage)

@@ -14,7 +14,7 @@ import base64
 import hashlib
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -275,16 +275,25 @@ class AutoCompacting:
     model gets the user's messages and a summary in place of the rest, and the response
     starts with the sealed ``compaction`` item so a client can carry it on."""
 
-    def __init__(self, inner: Upstream, sealer: Sealer, project: str, history: int) -> None:
+    def __init__(
+        self,
+        inner: Upstream,
+        sealer: Sealer,
+        project: str,
+        history: int,
+        keep_usage: Callable[[Item | None], Awaitable[None]],
+    ) -> None:
         self._inner = inner
         self._sealer = sealer
         self._project = project
         self._history = history
+        self._keep_usage = keep_usage  # the summary's tokens: the response's are its own
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
         past, current = request["input"][: self._history], request["input"][self._history :]
-        summary, _ = await summarise(self._inner, request["model"], past)
+        summary, usage = await summarise(self._inner, request["model"], past)
+        await self._keep_usage(usage)
         item = compacted_output(self._sealer, self._project, [], summary)[-1]
         kept = [entry for entry in past if _kept_by_compaction(entry)]
         summary_message = {"type": "message", "role": "user", "content": SUMMARY_FRAME + summary}

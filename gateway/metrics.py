@@ -21,6 +21,8 @@ from prometheus_client import (
     values,
 )
 
+from session import token_counts
+
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
 MAX_MODEL_LABELS = 200
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -133,15 +135,9 @@ class Metrics:
     def observe_usage(self, project: str, model: str, usage: dict[str, Any] | None) -> None:
         if not usage:
             return
-        counts = (
-            usage.get("input_tokens"),
-            usage.get("output_tokens"),
-            (usage.get("input_tokens_details") or {}).get("cached_tokens"),
-            (usage.get("output_tokens_details") or {}).get("reasoning_tokens"),
-        )
         label = self.model_label(model)
-        for kind, count in zip(TOKEN_KINDS, counts, strict=True):
-            if isinstance(count, int) and count > 0:
+        for kind, count in zip(TOKEN_KINDS, token_counts(usage), strict=True):
+            if count:
                 self.tokens.labels(project, label, kind).inc(count)
 
     def render(self) -> tuple[bytes, str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -18,8 +20,10 @@ from session import (
     SessionError,
     SessionStore,
     StoredResponse,
+    UsageRecord,
     new_id,
     normalise_input,
+    token_counts,
     trusted,
 )
 
@@ -39,6 +43,8 @@ from .truncation import CONTEXT_LENGTH_EXCEEDED, is_context_overflow, stated_lim
 from .upstream import ProviderClient, TurnResult, Upstream, UpstreamError, build_upstream
 from .upstream.base import Replay, UpstreamStream
 from .upstream_metrics import MeteredUpstream, metered_fetch
+
+logger = logging.getLogger(__name__)
 
 CONTINUABLE = frozenset({"completed", "incomplete"})
 UNFINISHED = frozenset({"queued", "in_progress"})
@@ -99,6 +105,17 @@ class ResponsesService:
         """The adapter for ``route``, every call of it metered under ``model``, ``project``."""
         inner = build_upstream(route, self._clients.get(route.provider_name))
         return MeteredUpstream(inner, self.metrics, route.provider_name, model, project)
+
+    async def keep_usage(self, project: str, model: str, usage: Item | None) -> None:
+        """Keep the tokens of a call that no stored turn holds (a summary for a compaction)
+        for ``gateway usage``; the answer it paid for is not lost if the store is down."""
+        if not usage:
+            return
+        record = UsageRecord(project, model, time.time(), token_counts(usage))
+        try:
+            await self.store.record_usage(record)
+        except SessionError as error:
+            logger.warning("the usage of a compaction was not kept: %s", error.message)
 
     async def fetch(
         self, route: Route, model: str, project: str, path: str, payload: dict[str, Any]
@@ -201,7 +218,8 @@ class ResponsesService:
             return CompactingUpstream(upstream, self.sealer, project)
         threshold = compact_threshold((body.model_extra or {}).get("context_management"))
         if threshold is not None and kept and await self.token_counter.count(request) > threshold:
-            return AutoCompacting(upstream, self.sealer, project, kept)
+            keep = functools.partial(self.keep_usage, project, body.model)
+            return AutoCompacting(upstream, self.sealer, project, kept, keep)
         return upstream
 
     @asynccontextmanager

@@ -49,7 +49,7 @@ from .models import (
 from .paging import Order, page_items
 from .sqlite import SQLiteStore
 from .store import SessionStore
-from .usage import Pruned, UsageRow
+from .usage import Pruned, UsageRecord, UsageRow, token_counts
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -87,6 +87,7 @@ __all__ = [
     "StoreUnavailable",
     "StoredResponse",
     "TurnNotContinuable",
+    "UsageRecord",
     "UsageRow",
     "assemble_chain",
     "build_store",
@@ -98,5 +99,6 @@ __all__ = [
     "normalise_input",
     "page_items",
     "parse_duration",
+    "token_counts",
     "trusted",
 ]

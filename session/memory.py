@@ -19,7 +19,7 @@ from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse, no
 from .paging import Order, page_items
 from .policy import check_save
 from .turn_cache import TurnCache, resolve_cached
-from .usage import Pruned, UsageRow, usage_of
+from .usage import Pruned, UsageRecord, UsageRow, usage_of
 
 T = TypeVar("T")
 
@@ -84,6 +84,7 @@ class MemoryStore:
         self._responses: dict[str, dict[str, str]] = {}
         self._unfinished: dict[tuple[str, str], float] = {}  # (project, id) -> created_at
         self._beats: dict[str, float] = {}  # instance id -> when it was last alive
+        self._ledger: list[UsageRecord] = []  # tokens no stored turn holds
         self._conversations: dict[str, dict[str, _ConversationState]] = {}
         self._keys: dict[str, str] = {}  # key id -> JSON
         self._secrets: dict[str, str] = {}
@@ -276,16 +277,27 @@ class MemoryStore:
         ][:limit]
         for project, conversation_id in conversations:
             del self._conversations[project][conversation_id]
+        self._ledger = [entry for entry in self._ledger if entry.created_at >= before]
         return Pruned(len(responses), len(conversations))
 
     async def usage(self, project: str | None, since: float) -> list[UsageRow]:
         projects = self._responses if project is None else [project]
         return usage_of(
-            record
-            for name in projects
-            for record in self._project(name).values()
-            if record.created_at >= since
+            (
+                record
+                for name in projects
+                for record in self._project(name).values()
+                if record.created_at >= since
+            ),
+            (
+                entry
+                for entry in self._ledger
+                if entry.created_at >= since and project in (None, entry.project)
+            ),
         )
+
+    async def record_usage(self, record: UsageRecord) -> None:
+        self._ledger.append(record)
 
     async def append_events(
         self, project: str, response_id: str, events: list[tuple[int, str]]

@@ -35,7 +35,7 @@ from .postgres_agent import PostgresRunner
 from .postgres_deadline import bounded
 from .postgres_schema import migrate
 from .turn_cache import TurnCache, resolve_cached
-from .usage import Pruned, UsageRow
+from .usage import Pruned, UsageRecord, UsageRow
 
 _NAMES = (
     "project",
@@ -330,6 +330,11 @@ class PostgresStore:
     async def usage(self, project: str | None, since: float) -> list[UsageRow]:
         async with self._connection() as conn:
             return await admin.usage(conn, project, since)
+
+    @bounded
+    async def record_usage(self, record: UsageRecord) -> None:
+        async with self._connection() as conn:
+            await admin.record_usage(conn, record)
 
     @bounded
     async def append_events(

@@ -9,7 +9,8 @@ from psycopg import AsyncConnection
 
 from .errors import KeyNotFound
 from .keys import KEY_COLUMNS, ApiKey, key_from_row
-from .usage import Pruned, UsageRow, usage_row
+from .usage import POSTGRES as USAGE
+from .usage import Pruned, UsageRecord, UsageRow, usage_row
 
 Connection = AsyncConnection[tuple[Any, ...]]
 
@@ -65,21 +66,37 @@ async def prune(conn: Connection, before: float, limit: int) -> Pruned:
         " WHERE updated_at < %s LIMIT %s FOR UPDATE SKIP LOCKED)",
         (before, limit),
     )
+    await conn.execute(
+        "DELETE FROM usage_records WHERE ctid IN (SELECT ctid FROM usage_records"
+        " WHERE created_at < %s LIMIT %s FOR UPDATE SKIP LOCKED)",
+        (before, limit),
+    )
     return Pruned(responses.rowcount, conversations.rowcount)
+
+
+async def record_usage(conn: Connection, record: UsageRecord) -> None:
+    await conn.execute(
+        USAGE.insert, (record.project, record.model, record.created_at, *record.tokens)
+    )
 
 
 async def usage(conn: Connection, project: str | None, since: float) -> list[UsageRow]:
     cursor = await conn.execute(
         """
-        SELECT project, request ->> 'model', count(*),
-               sum((response #>> '{usage,input_tokens}')::bigint),
-               sum((response #>> '{usage,output_tokens}')::bigint),
-               sum((response #>> '{usage,input_tokens_details,cached_tokens}')::bigint),
-               sum((response #>> '{usage,output_tokens_details,reasoning_tokens}')::bigint)
-        FROM responses WHERE created_at >= %s AND (%s::text IS NULL OR project = %s)
-        GROUP BY 1, 2 ORDER BY 1, 2
+        SELECT project, model, sum(n), sum(i), sum(o), sum(c), sum(r)
+        FROM (
+            SELECT project, request ->> 'model' AS model, 1 AS n,
+                   (response #>> '{usage,input_tokens}')::bigint AS i,
+                   (response #>> '{usage,output_tokens}')::bigint AS o,
+                   (response #>> '{usage,input_tokens_details,cached_tokens}')::bigint AS c,
+                   (response #>> '{usage,output_tokens_details,reasoning_tokens}')::bigint AS r
+            FROM responses WHERE created_at >= %s AND (%s::text IS NULL OR project = %s)
+            UNION ALL """
+        + USAGE.totals
+        + """
+        ) AS turns_and_ledger GROUP BY 1, 2 ORDER BY 1, 2
         """,
-        (since, project, project),
+        (since, project, project) * 2,
     )
     return [usage_row(*row) for row in await cursor.fetchall()]
 

@@ -115,6 +115,19 @@ MIGRATIONS: list[str] = [
         WHERE status IN ('in_progress', 'queued');
     CREATE TABLE instances (id TEXT PRIMARY KEY, beat_at DOUBLE PRECISION NOT NULL);
     """,
+    # The tokens of upstream calls that no stored turn holds (compactions' summaries).
+    """
+    CREATE TABLE usage_records (
+        project TEXT NOT NULL,
+        model TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cached_tokens BIGINT NOT NULL,
+        reasoning_tokens BIGINT NOT NULL
+    );
+    CREATE INDEX usage_records_created ON usage_records (created_at);
+    """,
 ]
 
 

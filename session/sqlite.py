@@ -31,7 +31,7 @@ from .paging import Order, page_items
 from .policy import ExistingTurn, check_save
 from .sqlite_connections import SQLiteConnections
 from .turn_cache import TurnCache, resolve_cached
-from .usage import Pruned, UsageRow
+from .usage import Pruned, UsageRecord, UsageRow
 
 _COLUMN_NAMES = (
     "project",
@@ -346,6 +346,9 @@ class SQLiteStore:
 
     async def usage(self, project: str | None, since: float) -> list[UsageRow]:
         return await self._db.read(lambda conn: admin.usage(conn, project, since))
+
+    async def record_usage(self, record: UsageRecord) -> None:
+        await self._db.write(lambda conn: admin.record_usage(conn, record))
 
     async def append_events(
         self, project: str, response_id: str, events: list[tuple[int, str]]

@@ -7,7 +7,8 @@ import time
 
 from .errors import KeyNotFound
 from .keys import KEY_COLUMNS, ApiKey, key_from_row
-from .usage import Pruned, UsageRow, usage_row
+from .usage import SQLITE as USAGE
+from .usage import Pruned, UsageRecord, UsageRow, usage_row
 
 
 def insert_key(conn: sqlite3.Connection, key: ApiKey) -> None:
@@ -55,21 +56,32 @@ def prune(conn: sqlite3.Connection, before: float, limit: int) -> Pruned:
         " (SELECT rowid FROM conversations WHERE updated_at < ? LIMIT ?)",
         (before, limit),
     ).rowcount
+    conn.execute(
+        "DELETE FROM usage_records WHERE rowid IN"
+        " (SELECT rowid FROM usage_records WHERE created_at < ? LIMIT ?)",
+        (before, limit),
+    )
     return Pruned(responses, conversations)
+
+
+def record_usage(conn: sqlite3.Connection, record: UsageRecord) -> None:
+    conn.execute(USAGE.insert, (record.project, record.model, record.created_at, *record.tokens))
 
 
 def usage(conn: sqlite3.Connection, project: str | None, since: float) -> list[UsageRow]:
     rows = conn.execute(
-        """
-        SELECT project, json_extract(request, '$.model'), count(*),
-               sum(json_extract(response, '$.usage.input_tokens')),
-               sum(json_extract(response, '$.usage.output_tokens')),
-               sum(json_extract(response, '$.usage.input_tokens_details.cached_tokens')),
-               sum(json_extract(response, '$.usage.output_tokens_details.reasoning_tokens'))
-        FROM responses WHERE created_at >= ? AND (? IS NULL OR project = ?)
-        GROUP BY 1, 2 ORDER BY 1, 2
+        f"""
+        SELECT project, model, sum(n), sum(i), sum(o), sum(c), sum(r) FROM (
+            SELECT project, json_extract(request, '$.model') AS model, 1 AS n,
+                   json_extract(response, '$.usage.input_tokens') AS i,
+                   json_extract(response, '$.usage.output_tokens') AS o,
+                   json_extract(response, '$.usage.input_tokens_details.cached_tokens') AS c,
+                   json_extract(response, '$.usage.output_tokens_details.reasoning_tokens') AS r
+            FROM responses WHERE created_at >= ? AND (? IS NULL OR project = ?)
+            UNION ALL {USAGE.totals}
+        ) GROUP BY 1, 2 ORDER BY 1, 2
         """,
-        (since, project, project),
+        (since, project, project) * 2,
     ).fetchall()
     return [usage_row(*row) for row in rows]
 

@@ -147,6 +147,24 @@ def _v11_instance_heartbeats(db: sqlite_utils.Database) -> None:
     db.execute("CREATE TABLE instances (id TEXT PRIMARY KEY, beat_at REAL NOT NULL)")
 
 
+def _v12_usage_records(db: sqlite_utils.Database) -> None:
+    # The tokens of upstream calls that no stored turn holds (compactions' summaries).
+    db.execute(
+        """
+        CREATE TABLE usage_records (
+            project TEXT NOT NULL,
+            model TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cached_tokens INTEGER NOT NULL,
+            reasoning_tokens INTEGER NOT NULL
+        )
+        """
+    )
+    db.execute("CREATE INDEX usage_records_created ON usage_records (created_at)")
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_responses,
     _v2_conversations,
@@ -159,6 +177,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v9_framework_adapters,
     _v10_deletion_generation,
     _v11_instance_heartbeats,
+    _v12_usage_records,
 ]
 
 

@@ -9,7 +9,7 @@ from .conversations import Conversation
 from .keys import ApiKey
 from .models import Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order
-from .usage import Pruned, UsageRow
+from .usage import Pruned, UsageRecord, UsageRow
 
 
 class SessionStore(Protocol):
@@ -138,7 +138,12 @@ class SessionStore(Protocol):
         ...
 
     async def usage(self, project: str | None, since: float) -> list[UsageRow]:
-        """Token totals of the turns created since ``since``, by project and model."""
+        """Token totals of the turns created since ``since``, and of the calls kept with
+        :meth:`record_usage`, by project and model."""
+        ...
+
+    async def record_usage(self, record: UsageRecord) -> None:
+        """Keep the tokens of an upstream call that no stored turn holds (a compaction)."""
         ...
 
     async def append_events(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any, cast
 
 from .models import StoredResponse
 
@@ -41,17 +42,70 @@ def usage_row(project: str, model: str, *counts: float | None) -> UsageRow:
     return UsageRow(project, model, *numbers)
 
 
-def usage_of(records: Iterable[StoredResponse]) -> list[UsageRow]:
+def token_counts(usage: dict[str, Any] | None) -> tuple[int, int, int, int]:
+    """Input, output, cached and reasoning tokens of a Responses ``usage`` object."""
+    usage = usage or {}
+    counts = (
+        usage.get("input_tokens"),
+        usage.get("output_tokens"),
+        (usage.get("input_tokens_details") or {}).get("cached_tokens"),
+        (usage.get("output_tokens_details") or {}).get("reasoning_tokens"),
+    )
+    return cast(
+        tuple[int, int, int, int],
+        tuple(count if isinstance(count, int) and count > 0 else 0 for count in counts),
+    )
+
+
+@dataclass(frozen=True)
+class UsageRecord:
+    """The tokens of an upstream call that no stored turn holds: a compaction's summary."""
+
+    project: str
+    model: str
+    created_at: float
+    tokens: tuple[int, int, int, int]  # input, output, cached, reasoning
+
+
+def usage_of(records: Iterable[StoredResponse], kept: Iterable[UsageRecord] = ()) -> list[UsageRow]:
     """Totals by project and model, for a store that holds its records in memory."""
     totals: dict[tuple[str, str], list[int]] = {}
     for record in records:
-        usage = record.response.usage or {}
         counts = totals.setdefault((record.project, record.request.model), [0] * 5)
         counts[0] += 1
-        counts[1] += usage.get("input_tokens") or 0
-        counts[2] += usage.get("output_tokens") or 0
-        counts[3] += (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
-        counts[4] += (usage.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
+        for index, count in enumerate(token_counts(record.response.usage), start=1):
+            counts[index] += count
+    for entry in kept:
+        counts = totals.setdefault((entry.project, entry.model), [0] * 5)
+        for index, count in enumerate(entry.tokens, start=1):
+            counts[index] += count
     return [
         usage_row(project, model, *counts) for (project, model), counts in sorted(totals.items())
     ]
+
+
+@dataclass(frozen=True)
+class UsageSQL:
+    """The statements on ``usage_records``, written once for SQLite and PostgreSQL."""
+
+    insert: str
+    # The ledger's rows as ``usage`` reads them, to follow a ``UNION ALL``: no response
+    # is counted for them. Parameters: since, project, project.
+    totals: str
+
+    @classmethod
+    def of(cls, *, postgres: bool) -> UsageSQL:
+        mark = "%s" if postgres else "?"
+        any_project = f"{mark}::text IS NULL" if postgres else f"{mark} IS NULL"
+        return cls(
+            insert="INSERT INTO usage_records (project, model, created_at, input_tokens,"
+            f" output_tokens, cached_tokens, reasoning_tokens) VALUES"
+            f" ({mark}, {mark}, {mark}, {mark}, {mark}, {mark}, {mark})",
+            totals="SELECT project, model, 0, input_tokens, output_tokens, cached_tokens,"
+            f" reasoning_tokens FROM usage_records WHERE created_at >= {mark}"
+            f" AND ({any_project} OR project = {mark})",
+        )
+
+
+SQLITE = UsageSQL.of(postgres=False)
+POSTGRES = UsageSQL.of(postgres=True)

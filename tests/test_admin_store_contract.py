@@ -16,6 +16,7 @@ from session import (
     Pruned,
     ResponseNotFound,
     SessionStore,
+    UsageRecord,
     UsageRow,
     hash_secret,
     new_key,
@@ -148,6 +149,29 @@ async def test_usage_totals_tokens_by_project_and_model(store: SessionStore) -> 
     ]
     assert await store.usage("b", since) == [UsageRow("b", model, 1, 10, 4, 3, 2)]
     assert await store.usage("c", since) == []
+
+
+async def test_usage_adds_the_calls_no_stored_turn_holds(store: SessionStore) -> None:
+    record = turn("r1", project="a")
+    record.response.usage = {"input_tokens": 10, "output_tokens": 4}
+    await store.save(record)
+    model = record.request.model
+    now = time.time()
+    for project, tokens in (("a", (5, 2, 1, 0)), ("a", (7, 3, 0, 1)), ("b", (1, 1, 0, 0))):
+        await store.record_usage(UsageRecord(project, model, now, tokens))
+    await store.record_usage(UsageRecord("a", "summariser", now - 10 * DAY, (100, 1, 0, 0)))
+    since = now - 7 * DAY
+    assert await store.usage(None, since) == [
+        UsageRow("a", model, 1, 22, 9, 1, 1),
+        UsageRow("b", model, 0, 1, 1, 0, 0),
+    ]
+    assert await store.usage("b", since) == [UsageRow("b", model, 0, 1, 1, 0, 0)]
+    assert await store.usage("a", now - 30 * DAY) == [
+        UsageRow("a", model, 1, 22, 9, 1, 1),
+        UsageRow("a", "summariser", 0, 100, 1, 0, 0),
+    ]
+    await store.prune(now - 7 * DAY, 100)  # the old record goes with the old turns
+    assert await store.usage("a", now - 30 * DAY) == [UsageRow("a", model, 1, 22, 9, 1, 1)]
 
 
 async def test_stream_events_are_kept_in_order_and_pruned_once_finished(

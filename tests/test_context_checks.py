@@ -7,10 +7,13 @@ of input tokens) reaches ``/metrics``.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
 import pytest
+
+from session import SQLiteStore, UsageRow
 
 from .conftest import Gateway
 from .fake_upstream import Reply
@@ -23,6 +26,19 @@ MODELS = ["chat-model", "resp-model", "echo"]
 
 def post(url: str, path: str, body: dict[str, Any]) -> httpx.Response:
     return httpx.post(f"{url}/v1/responses{path}", json=body, timeout=30)
+
+
+def usage_rows(gateway: Gateway) -> list[UsageRow]:
+    """What ``gateway usage`` reports of the gateway's store."""
+
+    async def read() -> list[UsageRow]:
+        store = SQLiteStore(gateway.config.session.sqlite.path)
+        try:
+            return await store.usage(None, 0)
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
 
 
 def assert_no_call_for(response: httpx.Response, call_id: str = "call_missing") -> None:
@@ -129,6 +145,13 @@ def test_every_upstream_call_is_metered(
         )
 
 
+@pytest.mark.parametrize("model", ["chat-model", "resp-model"])
+def test_a_compaction_reaches_gateway_usage(gateway: Gateway, model: str) -> None:
+    assert post(gateway.url, "/compact", {"model": model, "input": "summarise"}).status_code == 200
+    tokens = (11, 7, 3, 2) if model == "chat-model" else (5, 2, 0, 0)
+    assert usage_rows(gateway) == [UsageRow("default", model, 0, *tokens)]
+
+
 def test_a_context_management_summary_is_metered(gateway: Gateway) -> None:
     first = post(gateway.url, "", {"model": "chat-model", "input": "a long question " * 50})
     gateway.fake.script(Reply(text="the summary"), Reply(text="the answer"))
@@ -149,6 +172,8 @@ def test_a_context_management_summary_is_metered(gateway: Gateway) -> None:
     assert value(samples, "gateway_upstream_duration_seconds_count", **labels) == 3
     kind = {"project": "default", "model": "chat-model", "kind": "input"}
     assert value(samples, "gateway_tokens_total", **kind) == 3 * 11
+    # Two stored turns, and the summary that no stored turn holds.
+    assert usage_rows(gateway) == [UsageRow("default", "chat-model", 2, 3 * 11, 3 * 7, 9, 6)]
 
 
 def test_a_conversation_refuses_a_compaction_item_it_could_not_open(gateway: Gateway) -> None:
