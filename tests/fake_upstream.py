@@ -36,6 +36,14 @@ class Reply:
     break_after: int | None = None  # streamed chunks sent before the connection drops
     delay: float = 0.0  # seconds before each streamed chunk
     gate: threading.Event | None = None  # an unstreamed answer waits until it is set
+    piece_chars: int | None = None  # streamed text, reasoning and arguments in pieces this long
+
+    def pieces(self, text: str, count: int = 3) -> list[str]:
+        """``text`` as streamed: in ``count`` pieces, or in pieces of ``piece_chars``."""
+        if self.piece_chars is None:
+            return _pieces(text, count)
+        size = self.piece_chars
+        return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str:
@@ -189,16 +197,16 @@ class FakeUpstream:
             return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [choice]}
 
         chunks = [chunk({"role": "assistant", "content": ""})]
-        chunks += [chunk({"reasoning_content": p}) for p in _pieces(reply.reasoning or "")]
+        chunks += [chunk({"reasoning_content": p}) for p in reply.pieces(reply.reasoning or "")]
         text = reply.text or ""
-        pieces = words(text) if top_logprobs is not None else _pieces(text)
+        pieces = words(text) if top_logprobs is not None else reply.pieces(text)
         chunks += [chunk({"content": p}) for p in pieces]
         for index, (cid, name, args) in enumerate(reply.tool_calls):
             first = {"index": index, "id": cid, "type": "function"}
             chunks.append(
                 chunk({"tool_calls": [{**first, "function": {"name": name, "arguments": ""}}]})
             )
-            for piece in _pieces(args, 2):
+            for piece in reply.pieces(args, 2):
                 chunks.append(
                     chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
                 )

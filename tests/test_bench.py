@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from bench import compare, storage
+from bench import compare, storage, stream_length
 
 from .adapter_targets import POSTGRES_DSN_VARIABLE
 
@@ -31,3 +31,12 @@ def test_the_side_by_side_benchmark_runs() -> None:
     assert all("errors" not in row for row in rows), report
     assert "depth 10,000" in report
     assert report.startswith("1 s per load") and "medians of 2 rounds" in report.splitlines()[0]
+
+
+def test_the_stream_length_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    stream_length.main(["--sizes", "10,100"])
+    header, *rows = capsys.readouterr().out.splitlines()[1:]
+    kinds = len(stream_length.KINDS)
+    assert header.split()[0] == "chunks" and header.count("ratio") == kinds
+    assert [row.split()[0] for row in rows] == ["10", "100"]
+    assert [float(ratio) for ratio in rows[0].split()[2::2]] == [1.0] * kinds

@@ -133,24 +133,6 @@ def test_without_include_no_logprobs_are_asked_for(gateway: Gateway) -> None:
     assert "logprobs" not in gateway.fake.last and "top_logprobs" not in gateway.fake.last
 
 
-@pytest.mark.parametrize("stream", [False, True])
-def test_max_tool_calls_drops_further_calls_from_a_chat_upstream(
-    gateway: Gateway, stream: bool
-) -> None:
-    calls = [(f"call_{n}", "lookup", f'{{"n": {n}}}') for n in range(3)]
-    gateway.fake.script(Reply(tool_calls=calls, finish_reason="tool_calls"))
-    body = {"model": "chat-model", "input": "go", "tools": [TOOL], "max_tool_calls": 2}
-    if stream:
-        events = list(gateway.client().responses.create(**body, stream=True))
-        added = [e for e in events if e.type == "response.output_item.added"]
-        assert len(added) == 2
-        response = events[-1].response  # type: ignore[union-attr]
-    else:
-        response = gateway.client().responses.create(**body)
-    assert [item.call_id for item in response.output] == ["call_0", "call_1"]  # type: ignore[union-attr]
-    assert response.max_tool_calls == 2
-
-
 @pytest.mark.parametrize(
     ("change", "param", "code"),
     [

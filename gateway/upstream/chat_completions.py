@@ -31,7 +31,9 @@ class ChatCompletionsUpstream:
         chat = to_chat_request(
             request, model=request["model"], stream=stream, translated=self._client.translated
         )
-        translator = ChatTranslator(chat.tool_names, request.get("max_tool_calls"))
+        # No built-in tools reach a chat provider, so ``max_tool_calls`` limits nothing here.
+        summary = (request.get("reasoning") or {}).get("summary") is not None
+        translator = ChatTranslator(chat.tool_names, reasoning_summary=summary)
         if not stream:
             body = await self._client.fetch_json("/chat/completions", chat.encoded())
             try:

@@ -70,9 +70,10 @@ class ChatTranslator:
     """Created per request; feed it a whole completion or its stream chunks in order."""
 
     def __init__(
-        self, tool_names: Mapping[str, ToolName] | None = None, max_tool_calls: int | None = None
+        self, tool_names: Mapping[str, ToolName] | None = None, reasoning_summary: bool = False
     ) -> None:
-        self._builder = OutputBuilder(tool_names, max_tool_calls)
+        """``reasoning_summary``: the client asked for one (the provider's reasoning is it)."""
+        self._builder = OutputBuilder(tool_names, reasoning_summary)
         self._finish_reason: str | None = None
         self._usage: Item | None = None
 

@@ -42,7 +42,7 @@ def custom_input(arguments: str) -> str:
 
 
 def snapshot(item: Item) -> Item:
-    """A copy of ``item`` as it is now: later appends to its text do not reach it.
+    """A copy of ``item`` as it is now: its text or status set later does not reach it.
 
     Items are flat but for their list of content (or summary) parts, which are flat too;
     that is all the builder ever changes, so copying two levels is enough.
@@ -58,19 +58,19 @@ class OutputBuilder:
     """Feed fragments in arrival order; read events as they come and the result at the end."""
 
     def __init__(
-        self,
-        tool_names: Mapping[str, ToolName] | None = None,
-        max_tool_calls: int | None = None,
+        self, tool_names: Mapping[str, ToolName] | None = None, reasoning_summary: bool = False
     ) -> None:
+        """``reasoning_summary``: the client asked for one, so reasoning text is its summary too."""
         self.output: list[Item] = []
         self._tool_names = tool_names or {}
-        self._max_tool_calls = max_tool_calls
-        self._tool_calls = 0
-        self._dropped_calls: set[int] = set()
+        self._reasoning_summary = reasoning_summary
         self._text_index: int | None = None
         self._reasoning_index: int | None = None
         self._tool_indexes: dict[int, int] = {}  # upstream tool-call index -> output index
-        self._custom_arguments: dict[int, str] = {}  # output index -> raw JSON arguments
+        # The fragments of each open item's text (or arguments), by output index, joined
+        # once it closes: growing a string or list in place copies all of it every time.
+        self._pieces: dict[int, list[str]] = {}
+        self._logprobs: list[Item] = []  # those of the open message's text
 
     # -- fragments ---------------------------------------------------------------------
 
@@ -80,9 +80,12 @@ class OutputBuilder:
         events = [] if self._reasoning_index is not None else self._open_reasoning()
         index = self._reasoning_index
         assert index is not None
-        item = self.output[index]
-        item["content"][0]["text"] += text
-        return [*events, self._delta("response.reasoning_text.delta", index, text, part=True)]
+        self._pieces[index].append(text)
+        events.append(self._delta("response.reasoning_text.delta", index, text, part=True))
+        if self._reasoning_summary:
+            delta = self._delta("response.reasoning_summary_text.delta", index, text)
+            events.append({**delta, "summary_index": 0})
+        return events
 
     def text(self, text: str, logprobs: list[Item] | None = None) -> list[Event]:
         """Output text, with the log probabilities of its tokens when the upstream sent them."""
@@ -91,35 +94,32 @@ class OutputBuilder:
         events = [] if self._text_index is not None else self._open_message()
         index = self._text_index
         assert index is not None
-        part = self.output[index]["content"][0]
-        part["text"] += text
-        if logprobs:  # a new list: events already built keep the one they hold
-            part["logprobs"] = [*part["logprobs"], *logprobs]
+        self._pieces[index].append(text)
+        if logprobs:
+            self._logprobs.extend(logprobs)
         delta = self._delta("response.output_text.delta", index, text, part=True)
         return [*events, {**delta, "logprobs": logprobs or []}]
 
     def tool_call(
         self, position: int, call_id: str | None, name: str | None, arguments: str
     ) -> list[Event]:
-        """A fragment of a tool call; calls past ``max_tool_calls`` are dropped whole."""
+        """A fragment of a function (or custom) tool call, ``position`` its upstream index.
+
+        Every call comes back: ``max_tool_calls`` limits calls to built-in tools alone,
+        and those are never built here.
+        """
         events: list[Event] = []
-        if position in self._dropped_calls:
-            return events
         if position not in self._tool_indexes:
-            if self._max_tool_calls is not None and self._tool_calls >= self._max_tool_calls:
-                self._dropped_calls.add(position)
-                return events
-            self._tool_calls += 1
             events = self._open_tool_call(position, call_id, name)
         index = self._tool_indexes[position]
         item = self.output[index]
         if item["type"] == "custom_tool_call":
-            self._custom_arguments[index] += arguments  # decoded once complete
+            self._pieces[index].append(arguments)  # decoded once complete
             return events
         if not item["name"] and name:
             item.update(self._client_name(name))
         if arguments:
-            item["arguments"] += arguments
+            self._pieces[index].append(arguments)
             events.append(self._delta("response.function_call_arguments.delta", index, arguments))
         return events
 
@@ -171,9 +171,16 @@ class OutputBuilder:
         item = {"id": new_id("rs"), "type": "reasoning", "summary": [], "status": "in_progress"}
         index, added = self._add({**item, "content": []})
         self._reasoning_index = index
+        self._pieces[index] = []
         part = {"type": "reasoning_text", "text": ""}
         self.output[index]["content"].append(dict(part))
-        return [*events, added, self._part_event("response.content_part.added", index, part)]
+        events += [added, self._part_event("response.content_part.added", index, part)]
+        if self._reasoning_summary:
+            summary = {"type": "summary_text", "text": ""}
+            events.append(
+                self._summary_event("response.reasoning_summary_part.added", index, summary)
+            )
+        return events
 
     def _open_message(self) -> list[Event]:
         events = self._close_all("completed")
@@ -186,6 +193,7 @@ class OutputBuilder:
         }
         index, added = self._add(item)
         self._text_index = index
+        self._pieces[index] = []
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
         self.output[index]["content"].append(dict(part))
         return [*events, added, self._part_event("response.content_part.added", index, part)]
@@ -210,27 +218,21 @@ class OutputBuilder:
             item.update(self._client_name(name or ""), input="")
         index, added = self._add(item)
         self._tool_indexes[position] = index
-        if known is not None and known.custom:
-            self._custom_arguments[index] = ""
+        self._pieces[index] = []
         return [*events, added]
 
     def _close_all(self, status: str) -> list[Event]:
         events: list[Event] = []
         if self._reasoning_index is not None:
             index, self._reasoning_index = self._reasoning_index, None
-            text = self.output[index]["content"][0]["text"]
-            events.append(self._done("response.reasoning_text.done", index, text=text, part=True))
-            events += self._close_part_and_item(index, status)
+            events += self._close_reasoning(index, status)
         if self._text_index is not None:
             index, self._text_index = self._text_index, None
-            text = self.output[index]["content"][0]["text"]
-            done = self._done("response.output_text.done", index, text=text, part=True)
-            events.append({**done, "logprobs": list(self.output[index]["content"][0]["logprobs"])})
-            events += self._close_part_and_item(index, status)
+            events += self._close_message(index, status)
         for index in sorted(self._tool_indexes.values()):
             item = self.output[index]
-            if index in self._custom_arguments:
-                item["input"] = custom_input(self._custom_arguments.pop(index))
+            if item["type"] == "custom_tool_call":
+                item["input"] = custom_input(self._joined(index))
                 events.append(
                     self._delta("response.custom_tool_call_input.delta", index, item["input"])
                 )
@@ -239,6 +241,7 @@ class OutputBuilder:
                 )
                 events.append(self._item_done(index))
                 continue
+            item["arguments"] = self._joined(index)
             events.append(
                 self._done(
                     "response.function_call_arguments.done", index, arguments=item["arguments"]
@@ -248,12 +251,37 @@ class OutputBuilder:
         self._tool_indexes.clear()
         return events
 
-    def _close_part_and_item(self, index: int, status: str) -> list[Event]:
+    def _close_message(self, index: int, status: str) -> list[Event]:
         part = self.output[index]["content"][0]
+        part["text"] = self._joined(index)
+        part["logprobs"], self._logprobs = self._logprobs, []
+        done = self._done("response.output_text.done", index, text=part["text"], part=True)
         return [
+            {**done, "logprobs": list(part["logprobs"])},
             self._part_event("response.content_part.done", index, part),
             *self._close_item(index, status),
         ]
+
+    def _close_reasoning(self, index: int, status: str) -> list[Event]:
+        item = self.output[index]
+        part = item["content"][0]
+        part["text"] = text = self._joined(index)
+        events = [
+            self._done("response.reasoning_text.done", index, text=text, part=True),
+            self._part_event("response.content_part.done", index, part),
+        ]
+        if self._reasoning_summary:
+            summary = {"type": "summary_text", "text": text}
+            item["summary"] = [dict(summary)]
+            done = self._done("response.reasoning_summary_text.done", index, text=text)
+            part_done = self._summary_event("response.reasoning_summary_part.done", index, summary)
+            if status == "incomplete":
+                part_done["status"] = "incomplete"
+            events += [{**done, "summary_index": 0}, part_done]
+        return [*events, *self._close_item(index, status)]
+
+    def _joined(self, index: int) -> str:
+        return "".join(self._pieces.pop(index))
 
     def _close_item(self, index: int, status: str) -> list[Event]:
         self.output[index]["status"] = status
@@ -281,6 +309,15 @@ class OutputBuilder:
         if part:
             event["content_index"] = 0
         return {**event, **fields}
+
+    def _summary_event(self, kind: str, index: int, part: Item) -> Event:
+        return {
+            "type": kind,
+            "item_id": self.output[index]["id"],
+            "output_index": index,
+            "summary_index": 0,
+            "part": dict(part),
+        }
 
     def _part_event(self, kind: str, index: int, part: Item) -> Event:
         return {
