@@ -60,7 +60,9 @@ async def _upstream_error(request: Request, exc: Exception) -> Response:
 async def _store_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StoreError)
     kind = "server_error" if (exc.status or 500) >= 500 else "invalid_request_error"
-    return APIError(exc.status or 500, exc.message, type=kind, code=exc.code).response()
+    return APIError(
+        exc.status or 500, exc.message, type=kind, param=exc.param, code=exc.code
+    ).response()
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import orjson
 
-from .agent_store import AgentStore, MemoryRunner
+from .agent_store import AgentStore, CursorKey, MemoryRunner
 from .chain import DEFAULT_MAX_DEPTH
 from .conversations import Conversation, fresh_items
 from .errors import ConversationNotFound, ItemNotFound, KeyNotFound, ResponseNotFound
@@ -89,6 +89,7 @@ class MemoryStore:
         self._keys: dict[str, str] = {}  # key id -> JSON
         self._secrets: dict[str, str] = {}
         self._agent = MemoryRunner()
+        self._cursor_key = CursorKey(self.shared_secret)
         # (project, response id) -> sequence number -> (event JSON, time kept)
         self._events: dict[tuple[str, str], dict[int, tuple[str, float]]] = {}
 
@@ -327,7 +328,7 @@ class MemoryStore:
 
     def agent(self, project: str = "default") -> AgentStore:
         """The agent Store of ``project``, in this process."""
-        return AgentStore(self._agent, project)
+        return AgentStore(self._agent, project, cursor_key=self._cursor_key)
 
     async def shared_secret(self, name: str, candidate: str) -> str:
         return self._secrets.setdefault(name, candidate)

@@ -21,7 +21,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from . import postgres_admin as admin
 from . import postgres_chain as chains
 from . import postgres_conversations as conversations
-from .agent_store import AgentStore, drive_async
+from .agent_store import AgentStore, CursorKey, drive_async
 from .agent_store.store import OperationFactory
 from .chain import DEFAULT_MAX_DEPTH, chain_turn
 from .conversations import Conversation
@@ -94,6 +94,7 @@ class PostgresStore:
     ) -> None:
         self._max_depth = max_depth
         self._cache = TurnCache(cache_turns)
+        self._cursor_key = CursorKey(self.shared_secret)
         # A stalled network carries not even the server-side timeout's error: each call
         # gives up a little later on its own (see ``bounded``).
         self.deadline = connect_timeout + statement_timeout + 1.0
@@ -357,7 +358,8 @@ class PostgresStore:
 
     def agent(self, project: str = "default") -> AgentStore:
         """The agent Store of ``project``, in this database."""
-        return AgentStore(PostgresRunner(self._agent_transaction), project)
+        runner = PostgresRunner(self._agent_transaction)
+        return AgentStore(runner, project, cursor_key=self._cursor_key)
 
     @bounded
     async def _agent_transaction(self, operation: OperationFactory) -> Any:

@@ -128,6 +128,12 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX usage_records_created ON usage_records (created_at);
     """,
+    # Conversations list by the time they show (whole milliseconds), then by id.
+    """
+    UPDATE agent_conversations SET
+        created_at = floor(created_at * 1000) / 1000,
+        updated_at = floor(updated_at * 1000) / 1000;
+    """,
 ]
 
 

@@ -12,7 +12,7 @@ import orjson
 
 from . import sqlite_admin as admin
 from . import sqlite_conversations as conversations
-from .agent_store import AgentStore, SQLiteRunner
+from .agent_store import AgentStore, CursorKey, SQLiteRunner
 from .chain import DEFAULT_MAX_DEPTH, chain_turn
 from .conversations import Conversation
 from .errors import ResponseNotFound, SaveConflict
@@ -150,6 +150,7 @@ class SQLiteStore:
         self.schema_version = self._db.schema_version
         self._max_depth = max_depth
         self._cache = TurnCache(cache_turns)
+        self._cursor_key = CursorKey(self.shared_secret)
         # Turns saved from now on cannot have been deleted at an earlier generation.
         self._cache.generation = _deletion_generation(self._db.writer)
 
@@ -367,7 +368,7 @@ class SQLiteStore:
 
     def agent(self, project: str = "default") -> AgentStore:
         """The agent Store of ``project``, in this file."""
-        return AgentStore(SQLiteRunner(self._db), project)
+        return AgentStore(SQLiteRunner(self._db), project, cursor_key=self._cursor_key)
 
     async def shared_secret(self, name: str, candidate: str) -> str:
         return await self._db.write(lambda conn: admin.shared_secret(conn, name, candidate))

@@ -165,6 +165,15 @@ def _v12_usage_records(db: sqlite_utils.Database) -> None:
     db.execute("CREATE INDEX usage_records_created ON usage_records (created_at)")
 
 
+def _v13_agent_times_in_milliseconds(db: sqlite_utils.Database) -> None:
+    # Conversations list by the time they show (whole milliseconds), then by id.
+    db.execute(
+        "UPDATE agent_conversations SET"
+        " created_at = CAST(created_at * 1000 AS INTEGER) / 1000.0,"
+        " updated_at = CAST(updated_at * 1000 AS INTEGER) / 1000.0"
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v1_responses,
     _v2_conversations,
@@ -178,6 +187,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _v10_deletion_generation,
     _v11_instance_heartbeats,
     _v12_usage_records,
+    _v13_agent_times_in_milliseconds,
 ]
 
 

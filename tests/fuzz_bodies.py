@@ -7,11 +7,15 @@ floats that are not finite (sent as the JSON-ish tokens ``NaN`` and ``Infinity``
 
 from __future__ import annotations
 
+import base64
+import inspect
 import json
 import math
 from typing import Any
 
 from hypothesis import strategies as st
+
+from session.agent_store.calls import CALLS
 
 TEXT = st.one_of(
     st.text(max_size=12),
@@ -177,3 +181,100 @@ QUERY_VALUES = st.one_of(
 QUERIES = st.dictionaries(
     st.sampled_from(["limit", "order", "after", "before", "include"]), QUERY_VALUES, max_size=3
 )
+
+
+# -- the agent Store (/v1/store) ------------------------------------------------------------
+
+STORE_ROUTES = [
+    ("POST", "/v1/store/conversations"),
+    ("GET", "/v1/store/conversations"),
+    ("GET", "/v1/store/conversations/{id}"),
+    ("PATCH", "/v1/store/conversations/{id}"),
+    ("DELETE", "/v1/store/conversations/{id}"),
+    ("POST", "/v1/store/conversations/{id}/messages"),
+    ("GET", "/v1/store/conversations/{id}/messages"),
+    ("POST", "/v1/store/conversations/{id}/pop"),
+    ("POST", "/v1/store/conversations/{id}/clear"),
+    ("GET", "/v1/store/conversations/c1/state/{id}"),
+    ("PUT", "/v1/store/conversations/{id}/state/{id}"),
+    ("DELETE", "/v1/store/conversations/c1/state/{id}"),
+    ("GET", "/v1/store/messages/{id}"),
+    ("PATCH", "/v1/store/messages/{id}"),
+    ("DELETE", "/v1/store/messages/{id}"),
+    ("POST", "/v1/store/claude-bindings"),
+]
+# Fields the routes take, and names a careless client (or one probing keyword arguments) sends.
+STORE_FIELDS = [
+    "conversationId",
+    "metadata",
+    "messages",
+    "payload",
+    "role",
+    "type",
+    "messageId",
+    "value",
+    "self",
+    "message_id",
+    "fields",
+    "project",
+]
+STORE_IDS = st.one_of(st.sampled_from(["c1", "m1", "k"]), TEXT)
+STORE_MESSAGE = st.fixed_dictionaries(
+    {"payload": HOSTILE},
+    optional={name: HOSTILE for name in ("role", "type", "metadata", "messageId", "seq")},
+)
+
+
+@st.composite
+def store_bodies(draw: st.DrawFn) -> Any:
+    """A body for any ``/v1/store`` route: known fields and unknown ones, any values."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(HOSTILE)
+    body = draw(
+        st.dictionaries(st.one_of(st.sampled_from(STORE_FIELDS), TEXT), HOSTILE, max_size=3)
+    )
+    if draw(st.booleans()):
+        body["messages"] = draw(st.lists(st.one_of(STORE_MESSAGE, HOSTILE), max_size=3))
+    return body
+
+
+def forged_cursor(position: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(position, allow_nan=True).encode()).decode()
+
+
+CURSORS = st.one_of(
+    HOSTILE.map(forged_cursor),
+    st.fixed_dictionaries({"t": HOSTILE, "i": HOSTILE}).map(forged_cursor),
+    st.fixed_dictionaries({"a": HOSTILE, "u": HOSTILE}).map(forged_cursor),
+    st.sampled_from(["a.b", ".", "e30=", "e30.AAAA"]),
+    TEXT,
+)
+STORE_QUERIES = st.dictionaries(
+    st.sampled_from(["limit", "order", "cursor"]), st.one_of(QUERY_VALUES, CURSORS), max_size=3
+)
+CALL_NAMES = [*CALLS, "claude.bogus", "", "langgraph."]
+CALL_ARGUMENTS = sorted(
+    {name for call in CALLS.values() for name in inspect.signature(call.make).parameters} | {"self"}
+)
+CLAUDE_KEYS = st.fixed_dictionaries(
+    {"project_key": TEXT, "session_id": TEXT}, optional={"subpath": TEXT, "x": HOSTILE}
+)
+STORE_OPS = st.fixed_dictionaries(
+    {"op": st.sampled_from(["get", "put", "search", "list_namespaces", "x"])},
+    optional={
+        "namespace": st.one_of(st.lists(TEXT, max_size=2), HOSTILE),
+        "namespace_prefix": st.one_of(st.lists(TEXT, max_size=2), HOSTILE),
+        "key": TEXT,
+        "value": HOSTILE,
+        "filter": HOSTILE,
+        "limit": HOSTILE,
+        "offset": HOSTILE,
+        "match_conditions": HOSTILE,
+        "max_depth": HOSTILE,
+    },
+)
+WRITES = st.tuples(st.one_of(st.integers(), HOSTILE), TEXT, HOSTILE).map(list)
+CALL_VALUES = st.one_of(
+    HOSTILE, CLAUDE_KEYS, st.lists(st.one_of(STORE_OPS, WRITES, HOSTILE), max_size=3)
+)
+CALL_BODIES = st.dictionaries(st.sampled_from(CALL_ARGUMENTS), CALL_VALUES, max_size=6)

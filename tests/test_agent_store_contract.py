@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -222,3 +224,122 @@ async def test_a_store_that_is_down_is_unavailable(tmp_path: Path) -> None:
         await agent.append_message("c1", "lost")
     assert (down.value.code, down.value.status) == ("Unavailable", 503)
     await store.close()
+
+
+async def test_conversations_updated_in_one_millisecond_list_by_id_descending(
+    agent: Any,
+) -> None:
+    # Ids fall as time passes: within one millisecond, the order by id is the reverse
+    # of the order of creation.
+    for start in range(99, 0, -20):
+        names = [f"c{n:02d}" for n in range(start, start - 20, -1)]
+        await asyncio.gather(*(agent.create_conversation(name) for name in names))
+        listed = (await agent.list_conversations(limit=100)).items
+        shown = [c.to_json()["updatedAt"] for c in listed]
+        if len(set(shown)) < len(shown):
+            break
+    assert len(set(shown)) < len(shown), "no two conversations share a millisecond"
+    keys = [(c.to_json()["updatedAt"], c.conversation_id) for c in listed]
+    assert keys == sorted(keys, reverse=True)
+    paged, cursor = [], None
+    while True:
+        page = await agent.list_conversations(limit=3, cursor=cursor)
+        paged += [c.conversation_id for c in page.items]
+        if (cursor := page.next_cursor) is None:
+            break
+    assert paged == [c.conversation_id for c in listed]
+
+
+def forged(position: Any) -> str:
+    return base64.urlsafe_b64encode(json.dumps(position).encode()).decode()
+
+
+async def test_cursors_only_serve_the_listing_that_gave_them_out(agents: Agents) -> None:
+    agent, other = agents("team"), agents("a")
+    for n in range(3):
+        await agent.create_conversation(f"c{n}")
+    await agent.append_messages("c1", [NewMessage(n) for n in range(3)])
+    conversations = (await agent.list_conversations(limit=1)).next_cursor
+    messages = (await agent.list_messages("c1", limit=1)).next_cursor
+    assert conversations is not None and messages is not None
+    altered = conversations[:-2] + ("AA" if conversations[-2:] != "AA" else "BB")
+    for position in ({"t": {"a": 1}, "i": "c1"}, {"t": 1.0, "i": 7}, {"t": "x"}, [1], "x"):
+        with pytest.raises(StoreError) as refused:
+            await agent.list_conversations(cursor=forged(position))
+        assert (refused.value.code, refused.value.param) == ("BadRequest", "cursor")
+    for seqs in ({"a": 2**80, "u": 3}, {"a": "1", "u": 3}, {"a": 1, "u": {}}):
+        with pytest.raises(StoreError) as refused:
+            await agent.list_messages("c1", cursor=forged(seqs))
+        assert (refused.value.code, refused.value.param) == ("BadRequest", "cursor")
+    for misuse in (
+        lambda: agent.list_conversations(cursor=altered),
+        lambda: agent.list_conversations(cursor=messages),
+        lambda: agent.list_messages("c1", cursor=conversations),
+        lambda: agent.list_messages("c2", cursor=messages),
+        lambda: agent.list_messages("c1", order="desc", cursor=messages),
+        lambda: other.list_conversations(cursor=conversations),
+    ):
+        with pytest.raises(StoreError) as refused:
+            await misuse()
+        assert (refused.value.code, refused.value.param) == ("BadRequest", "cursor")
+    second = await agent.list_messages("c1", limit=1, cursor=messages)
+    assert [m.payload for m in second.items] == [1]
+
+
+async def test_message_updates_take_only_message_fields(agent: Any) -> None:
+    await agent.append_message("c1", "a", role="user", message_id="m1")
+    for fields in ({"message_id": "x"}, {"self": 1}, {"seq": 5}):
+        with pytest.raises(StoreError) as refused:
+            await agent.update_message("m1", **fields)
+        assert (refused.value.code, refused.value.param) == ("BadRequest", next(iter(fields)))
+    for field, value in (("role", {"a": 1}), ("role", ["user"]), ("type", True), ("type", 3)):
+        with pytest.raises(StoreError) as refused:
+            await agent.update_message("m1", **{field: value})
+        assert (refused.value.code, refused.value.param) == ("BadRequest", field)
+    kept = await agent.get_message("m1")
+    assert kept is not None and (kept.role, kept.type, kept.payload) == ("user", None, "a")
+
+
+async def test_ids_with_nul_characters_are_refused_alike(agent: Any) -> None:
+    for attempt, param in (
+        (lambda: agent.create_conversation("a\x00b"), "conversationId"),
+        (lambda: agent.get_conversation("a\x00b"), "conversationId"),
+        (lambda: agent.append_message("a\x00b", "x"), "conversationId"),
+        (lambda: agent.list_messages("a\x00b"), "conversationId"),
+        (lambda: agent.delete_conversation("a\x00b"), "conversationId"),
+        (lambda: agent.get_message("m\x00"), "messageId"),
+        (lambda: agent.delete_message("m\x00"), "messageId"),
+        (lambda: agent.state_set("c1", "k\x00", 1), "key"),
+    ):
+        with pytest.raises(StoreError) as refused:
+            await attempt()
+        assert (refused.value.code, refused.value.param) == ("BadRequest", param)
+    assert (await agent.list_conversations()).items == []
+
+
+async def test_named_call_arguments_are_checked_before_use(agent: Any) -> None:
+    key = {"project_key": "p", "session_id": "s"}
+    for name, args, param in (
+        ("claude.list_sessions", {"project_key": {"a": 1}}, "project_key"),
+        ("claude.list_sessions", {"project_key": 1}, "project_key"),
+        ("claude.list_sessions", {}, "project_key"),
+        ("claude.list_sessions", {"project_key": "p", "now_ms": 1}, "now_ms"),
+        ("claude.load", {"key": key, "namespace": {"a": 1}}, "namespace"),
+        ("claude.put_summary", {"key": key, "value": {}, "version": 2**63, "through": 0},
+         "version"),
+        ("claude.put_summary", {"key": key, "value": {}, "version": True, "through": 0},
+         "version"),
+        ("langgraph.put_writes", {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c",
+         "task_id": "k", "task_path": "", "writes": [[2**63, "ch", 1]]}, "writes"),
+        ("langgraph.list", {"thread_id": ["t"]}, "thread_id"),
+        ("langgraph.prune", {"thread_ids": ["t", 1], "strategy": "delete"}, "thread_ids[1]"),
+        # Longer than one PostgreSQL index entry holds: refused alike everywhere.
+        ("claude.append", {"key": {**key, "project_key": "p" * 3000}, "entries": [{}]},
+         "key.project_key"),
+        ("langgraph.put_writes", {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c",
+         "task_id": "k" * 3000, "task_path": "", "writes": [[1, "ch", 1]]}, "task_id"),
+    ):  # fmt: skip
+        with pytest.raises(StoreError) as refused:
+            await agent.call(name, args)
+        assert (refused.value.code, refused.value.param) == ("BadRequest", param), name
+    assert await agent.call("claude.list_sessions", {"project_key": "p"}) == []

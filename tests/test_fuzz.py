@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -18,11 +19,26 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from bench.storage import throwaway_schema
 from gateway import create_app
 
+from .adapter_targets import postgres_base
 from .conftest import gateway_config
 from .fake_upstream import FakeUpstream
-from .fuzz_bodies import HOSTILE, QUERIES, TEXT, encode, items, response_bodies
+from .fuzz_bodies import (
+    CALL_BODIES,
+    CALL_NAMES,
+    HOSTILE,
+    QUERIES,
+    STORE_IDS,
+    STORE_QUERIES,
+    STORE_ROUTES,
+    TEXT,
+    encode,
+    items,
+    response_bodies,
+    store_bodies,
+)
 from .servers import serve
 
 EXAMPLES = int(os.environ.get("GATEWAY_FUZZ_EXAMPLES", "120"))
@@ -74,8 +90,10 @@ def check(response: httpx.Response, errors: ErrorLog) -> Any:
     # repeats what it is sent: the needle is built, so that no constant holds it whole.
     assert TRACEBACK not in response.text
     assert not errors.records, [r.getMessage() for r in errors.records]
-    if response.is_redirect or response.headers.get("content-type", "").startswith(
-        "text/event-stream"
+    if (
+        response.is_redirect
+        or response.status_code == 204
+        or response.headers.get("content-type", "").startswith("text/event-stream")
     ):
         return None
     body = response.json()
@@ -158,3 +176,69 @@ def test_lists_and_lookups(
         for path in (f"/v1/responses/{safe}", f"/v1/conversations/{safe}"):
             if safe:
                 check(client.request(method, path), errors)
+
+
+@pytest.fixture(scope="module", params=["memory", "sqlite", "postgres"])
+def store_client(
+    request: pytest.FixtureRequest,
+    fake_upstream: tuple[FakeUpstream, str],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[httpx.Client]:
+    """A gateway on each backend, holding conversation ``c1`` with message ``m1``."""
+    folder = tmp_path_factory.mktemp("fuzz-store")
+    session: dict[str, Any] = {"backend": request.param, "sqlite": {"path": str(folder / "s.db")}}
+    with ExitStack() as stack:
+        if request.param == "postgres":
+            session["postgres"] = {"dsn": stack.enter_context(throwaway_schema(postgres_base()))}
+        config = gateway_config(fake_upstream[1], folder / "s.db", session=session)
+        url = stack.enter_context(serve(create_app(config)))
+        http = stack.enter_context(httpx.Client(base_url=url, timeout=30))
+        seed = {"messages": [{"payload": "a", "role": "user", "messageId": "m1"}]}
+        assert http.post("/v1/store/conversations/c1/messages", json=seed).status_code == 201
+        yield http
+
+
+def sendable(value: str) -> str:
+    """``value`` as an HTTP client can send it (a lone surrogate replaced)."""
+    return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def store_segment(value: str) -> str:
+    return quote(sendable(value), safe="")
+
+
+@FUZZ
+@example(route=("PATCH", "/v1/store/messages/{id}"), ident="m1", body={"message_id": "x"}, query={})
+@example(route=("PATCH", "/v1/store/messages/{id}"), ident="m1", body={"self": 1}, query={})
+@example(route=("PATCH", "/v1/store/messages/{id}"), ident="m1", body={"role": {}}, query={})
+@example(route=("GET", "/v1/store/conversations/{id}"), ident="a\x00", body={}, query={})
+@example(route=("GET", "/v1/store/conversations"), ident="", body={}, query={"cursor": "e30="})
+@given(
+    route=st.sampled_from(STORE_ROUTES), ident=STORE_IDS, body=store_bodies(), query=STORE_QUERIES
+)
+def test_store_routes(
+    store_client: httpx.Client,
+    errors: ErrorLog,
+    route: tuple[str, str],
+    ident: str,
+    body: Any,
+    query: dict[str, str],
+) -> None:
+    method, template = route
+    path = template.format(id=store_segment(ident))
+    content = None if method == "GET" else encode(body)
+    params = {name: sendable(value) for name, value in query.items()}
+    check(store_client.request(method, path, params=params, content=content, headers=JSON), errors)
+    check(store_client.get("/v1/store/messages/m1"), errors)
+
+
+@FUZZ
+@example(name="claude.list_sessions", args={"project_key": {"a": 1}})
+@example(name="claude.put_summary", args={"key": {"project_key": "p", "session_id": "s"},
+         "value": {}, "version": 2**63, "through": 0})  # fmt: skip
+@given(name=st.sampled_from(CALL_NAMES), args=CALL_BODIES)
+def test_store_calls(
+    store_client: httpx.Client, errors: ErrorLog, name: str, args: dict[str, Any]
+) -> None:
+    path = f"/v1/store/calls/{store_segment(name)}"
+    check(store_client.post(path, content=encode(args), headers=JSON), errors)

@@ -96,6 +96,29 @@ async def test_a_version_1_file_is_migrated_keeping_its_data(tmp_path: Path) -> 
     await store.close()
 
 
+async def test_agent_conversations_kept_before_migration_13_show_their_stored_time(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    database = sqlite_utils.Database(conn, execute_plugins=False)
+    for number, step in enumerate(MIGRATIONS[:12], start=1):
+        step(database)
+        conn.execute(f"PRAGMA user_version = {number}")
+    for name in ("b", "a"):  # kept with finer times than they show, "a" the later one
+        fine = 1_700_000_000.1234 if name == "b" else 1_700_000_000.1236
+        conn.execute(
+            "INSERT INTO agent_conversations VALUES ('default', ?, '{}', ?, ?, 1)",
+            (name, fine, fine),
+        )
+    conn.close()
+    store = SQLiteStore(path)
+    page = await store.agent().list_conversations()
+    assert [c.conversation_id for c in page.items] == ["b", "a"]  # one millisecond: by id
+    assert {c.updated_at for c in page.items} == {1_700_000_000.123}
+    await store.close()
+
+
 async def test_a_hand_written_cycle_is_reported_not_looped(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
     store = SQLiteStore(path)

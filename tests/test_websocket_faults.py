@@ -27,7 +27,7 @@ from .servers import serve, start_instance
 from .test_inbound_limits import write_config
 from .test_websocket import raw_turn, ws_url
 
-FAILURES = {
+FAILURES: dict[str, tuple[dict[str, Any], Reply | None]] = {
     "upstream_500": ({}, Reply(status=500)),
     "invalid_parameter": ({"temperature": 9}, None),
     "stream_broken": ({}, Reply(text="cut short in the middle", break_after=1)),

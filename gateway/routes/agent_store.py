@@ -1,4 +1,7 @@
-"""``/v1/store/``: the agent Store over HTTP, camelCase JSON, scoped to the caller's project."""
+"""``/v1/store/``: the agent Store over HTTP, camelCase JSON, scoped to the caller's project.
+
+Each route takes the body fields it names and no others: an unknown one is a 400 naming it.
+"""
 
 from __future__ import annotations
 
@@ -21,24 +24,37 @@ def agent(request: Request) -> AgentStore:
     return service(request).store.agent(project(request))
 
 
-async def body_of(request: Request) -> dict[str, Any]:
-    parsed: dict[str, Any] = parse_json_object(await read_body(request))
+def _bad(message: str, param: str | None = None) -> StoreError:
+    return StoreError("BadRequest", message, param=param)
+
+
+def known_fields(raw: dict[str, Any], allowed: tuple[str, ...], where: str = "") -> None:
+    """A 400 naming the first field of ``raw`` not in ``allowed``."""
+    for name in raw:
+        if name not in allowed:
+            takes = f"fields {', '.join(allowed)}" if allowed else "no body"
+            raise _bad(f"Unknown field '{where}{name}': this takes {takes}.", f"{where}{name}")
+
+
+async def body_of(request: Request, *allowed: str) -> dict[str, Any]:
+    """The JSON object sent (none is ``{}``), holding only fields among ``allowed``."""
+    raw = await read_body(request)
+    parsed: dict[str, Any] = parse_json_object(raw) if raw else {}
+    known_fields(parsed, allowed)
     return parsed
 
 
-def _bad(message: str) -> StoreError:
-    return StoreError("BadRequest", message)
+MESSAGE_FIELDS = ("payload", "role", "type", "metadata", "messageId")
 
 
-def new_message(raw: Any) -> NewMessage:
+def new_message(raw: Any, n: int) -> NewMessage:
+    where = f"messages[{n}]"
     if not isinstance(raw, dict) or "payload" not in raw:
-        raise _bad("Each message is an object with a 'payload'.")
-    unknown = set(raw) - {"payload", "role", "type", "metadata", "messageId"}
-    if unknown:
-        raise _bad(f"Unknown message fields: {', '.join(sorted(unknown))}.")
+        raise _bad("Each message is an object with a 'payload'.", where)
+    known_fields(raw, MESSAGE_FIELDS, f"{where}.")
     for key in ("role", "type", "messageId"):
         if raw.get(key) is not None and not isinstance(raw[key], str):
-            raise _bad(f"'{key}' is a string or null.")
+            raise _bad(f"'{where}.{key}' is a string or null.", f"{where}.{key}")
     return NewMessage(
         raw["payload"], raw.get("role"), raw.get("type"), raw.get("metadata"), raw.get("messageId")
     )
@@ -57,7 +73,7 @@ def path_id(request: Request, name: str = "id") -> str:
 
 
 async def create_conversation(request: Request) -> Response:
-    body = await body_of(request)
+    body = await body_of(request, "conversationId", "metadata")
     created = await agent(request).create_conversation(
         body.get("conversationId"), body.get("metadata")
     )
@@ -79,19 +95,21 @@ async def get_conversation(request: Request) -> Response:
 
 
 async def update_conversation(request: Request) -> Response:
-    body = await body_of(request)
+    body = await body_of(request, "metadata")
     if "metadata" not in body:
-        raise _bad("Send {'metadata': {...}}.")
+        raise _bad("Send {'metadata': {...}}.", "metadata")
     updated = await agent(request).update_conversation(path_id(request), body["metadata"])
     return JSONResponse(updated.to_json())
 
 
 async def delete_conversation(request: Request) -> Response:
+    await body_of(request)
     await agent(request).delete_conversation(path_id(request))
     return no_content()
 
 
 async def clear_messages(request: Request) -> Response:
+    await body_of(request)
     await agent(request).clear_messages(path_id(request))
     return no_content()
 
@@ -100,17 +118,18 @@ async def clear_messages(request: Request) -> Response:
 
 
 async def append_messages(request: Request) -> Response:
-    body = await body_of(request)
+    body = await body_of(request, "messages")
     messages = body.get("messages")
     if not isinstance(messages, list):
-        raise _bad("Send {'messages': [...]}.")
+        raise _bad("Send {'messages': [...]}.", "messages")
     appended = await agent(request).append_messages(
-        path_id(request), [new_message(raw) for raw in messages]
+        path_id(request), [new_message(raw, n) for n, raw in enumerate(messages)]
     )
     return JSONResponse({"items": [message.to_json() for message in appended]}, status_code=201)
 
 
 async def pop_message(request: Request) -> Response:
+    await body_of(request)
     popped = await agent(request).pop_message(path_id(request))
     return JSONResponse({"message": None if popped is None else popped.to_json()})
 
@@ -134,13 +153,13 @@ async def get_message(request: Request) -> Response:
 
 
 async def update_message(request: Request) -> Response:
-    updated = await agent(request).update_message(
-        path_id(request, "message_id"), **(await body_of(request))
-    )
+    fields = await body_of(request, "role", "type", "payload", "metadata")
+    updated = await agent(request).update_message(path_id(request, "message_id"), **fields)
     return JSONResponse(updated.to_json())
 
 
 async def delete_message(request: Request) -> Response:
+    await body_of(request)
     await agent(request).delete_message(path_id(request, "message_id"))
     return no_content()
 
@@ -154,29 +173,32 @@ async def get_state(request: Request) -> Response:
 
 
 async def put_state(request: Request) -> Response:
-    body = await body_of(request)
+    body = await body_of(request, "value")
     if "value" not in body:
-        raise _bad("Send {'value': ...}.")
+        raise _bad("Send {'value': ...}.", "value")
     await agent(request).state_set(path_id(request), path_id(request, "key"), body["value"])
     return no_content()
 
 
 async def delete_state(request: Request) -> Response:
+    await body_of(request)
     await agent(request).state_delete(path_id(request), path_id(request, "key"))
     return no_content()
 
 
 async def claude_binding(request: Request) -> Response:
-    body = await body_of(request)
+    body = await body_of(request, "conversationId")
     conversation_id = body.get("conversationId")
     if not isinstance(conversation_id, str):
-        raise _bad("Send {'conversationId': '...'}.")
+        raise _bad("Send {'conversationId': '...'}.", "conversationId")
     session_id = await agent(request).claude_session_binding(conversation_id)
     return JSONResponse({"sessionId": session_id})
 
 
 async def call(request: Request) -> Response:
-    result = await agent(request).call(path_id(request, "name"), await body_of(request))
+    raw = await read_body(request)
+    args = parse_json_object(raw) if raw else {}
+    result = await agent(request).call(path_id(request, "name"), args)
     return JSONResponse({"result": result})
 
 

@@ -1,6 +1,7 @@
 """The agent Store: conversations and messages for any agent framework (see ``store``)."""
 
 from .converters import to_anthropic_messages, to_openai_input
+from .cursors import CursorKey
 from .errors import StoreError
 from .models import Conversation, Message, NewMessage, Page
 from .remote import RemoteAgentStore
@@ -9,6 +10,7 @@ from .store import AgentStore, MemoryRunner, Runner, SQLiteRunner, drive_async
 __all__ = [
     "AgentStore",
     "Conversation",
+    "CursorKey",
     "MemoryRunner",
     "Message",
     "NewMessage",

@@ -7,15 +7,17 @@ so a remote adapter and an in-process one run exactly the same code against the 
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel
+
 from . import claude_ops, langgraph_items, langgraph_ops
+from .call_args import arguments_model, check_arguments
 from .errors import bad_request
-from .sql import MAX_ID_BYTES, Operation
+from .sql import Operation, check_id
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,10 @@ class Call:
     write: bool
     clock: str | None = None  # the argument that receives the store's time: now or now_ms
     retried: bool = True  # safe to send again after a network error or a 5xx
+    arguments: type[BaseModel] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arguments", arguments_model(self.make, self.clock))
 
 
 CALLS: dict[str, Call] = {
@@ -60,18 +66,15 @@ def operation(project: str, name: str, args: Any) -> tuple[Callable[[], Operatio
     not one this store knows."""
     call = CALLS.get(name)
     if call is None:
-        raise bad_request(f"Unknown call {name!r}.")
+        raise bad_request(f"Unknown call {name!r}.", "name")
     if not isinstance(args, dict):
         raise bad_request("A call's arguments are a JSON object.")
     kwargs = dict(args)
     namespace = kwargs.pop("namespace", "")
-    if not isinstance(namespace, str) or len(namespace.encode()) > MAX_ID_BYTES:
-        raise bad_request(f"namespace is a string of at most {MAX_ID_BYTES} bytes.")
+    if namespace != "":
+        check_id(namespace, "namespace")
+    check_arguments(name, call.arguments, kwargs)
     if call.clock is not None:
         now = time.time()
         kwargs[call.clock] = int(now * 1000) if call.clock == "now_ms" else now
-    try:
-        inspect.signature(call.make).bind(project, namespace, **kwargs)
-    except TypeError as error:
-        raise bad_request(f"Arguments of {name}: {error}.") from None
     return (lambda: call.make(project, namespace, **kwargs)), call.write

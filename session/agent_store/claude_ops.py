@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from .errors import bad_request
-from .sql import Operation, json_text, rows, run
+from .sql import Int64, Operation, check_key, json_text, rows, run
 
 SCHEMA = [
     """CREATE TABLE claude_transcripts (
@@ -50,11 +50,20 @@ def check_subpath(subpath: Any) -> str:
 
 def _key(project: str, namespace: str, key: dict[str, Any]) -> tuple[str, ...]:
     if not isinstance(key, dict):
-        raise bad_request("key is an object with project_key and session_id.")
+        raise bad_request("key is an object with project_key and session_id.", "key")
     project_key, session_id = key.get("project_key"), key.get("session_id")
     if not isinstance(project_key, str) or not isinstance(session_id, str) or not session_id:
-        raise bad_request("key.project_key is a string and key.session_id a non-empty string.")
-    return project, namespace, project_key, session_id, check_subpath(key.get("subpath"))
+        raise bad_request(
+            "key.project_key is a string and key.session_id a non-empty string.", "key"
+        )
+    subpath = check_key(check_subpath(key.get("subpath")), "key.subpath", empty=True)
+    return (
+        project,
+        namespace,
+        check_key(project_key, "key.project_key", empty=True),
+        check_key(session_id, "key.session_id"),
+        subpath,
+    )
 
 
 def append(
@@ -65,7 +74,10 @@ def append(
     if not isinstance(entries, list) or len(entries) > MAX_ENTRIES:
         raise bad_request(f"entries is a list of at most {MAX_ENTRIES} objects.")
     if not all(isinstance(entry, dict) for entry in entries):
-        raise bad_request("Each entry is a JSON object.")
+        raise bad_request("Each entry is a JSON object.", "entries")
+    for n, entry in enumerate(entries):
+        if isinstance(entry.get("uuid"), str):
+            check_key(entry["uuid"], f"entries[{n}].uuid", empty=True)
     if not entries:
         return None
     # The upsert takes the transcript's row lock first: concurrent writers queue here.
@@ -159,8 +171,8 @@ def put_summary(
     namespace: str,
     key: dict[str, Any],
     value: Any,
-    version: int,
-    through: int,
+    version: Int64,
+    through: Int64,
     now_ms: int,
 ) -> Operation:
     """Store ``value``, folded through entry ``through``, if the summary is still at

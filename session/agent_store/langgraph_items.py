@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from .errors import bad_request
-from .sql import Operation, json_text, rows, run
+from .sql import Operation, check_key, json_text, rows, run
 
 SCHEMA = [
     """CREATE TABLE lg_items (
@@ -162,7 +162,8 @@ def _get(project: str, namespace: str, op: dict[str, Any]) -> Operation:
 
 
 def _put(project: str, namespace: str, op: dict[str, Any], now: float) -> Operation:
-    where = (project, namespace, json_text(_path(op.get("namespace"))), op["key"])
+    path = check_key(json_text(_path(op.get("namespace"))), "namespace", empty=True)
+    where = (project, namespace, path, check_key(op["key"], "key", empty=True))
     value = op.get("value")
     if value is None:
         yield run(f"DELETE FROM lg_items WHERE {ITEM}", *where)

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from .errors import bad_request
-from .sql import Operation, json_text, rows, run
+from .sql import BIGINT_MAX, BIGINT_MIN, Operation, check_key, json_text, rows, run
 
 SCHEMA = [
     """CREATE TABLE lg_checkpoints (
@@ -34,20 +34,22 @@ COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metad
 
 
 def _text(value: Any, name: str, *, empty: bool = False) -> str:
-    if not isinstance(value, str) or (not value and not empty):
-        raise bad_request(f"{name} is a {'' if empty else 'non-empty '}string.")
-    return value
+    return check_key(value, name, empty=empty)
+
+
+def _bigint(value: Any) -> bool:
+    return type(value) is int and BIGINT_MIN <= value <= BIGINT_MAX
 
 
 def put(project: str, namespace: str, checkpoint: dict[str, Any]) -> Operation:
     """Store one checkpoint (again: the later one wins)."""
     c = checkpoint if isinstance(checkpoint, dict) else {}
     values = (
-        _text(c.get("thread_id"), "thread_id"),
-        _text(c.get("checkpoint_ns"), "checkpoint_ns", empty=True),
-        _text(c.get("checkpoint_id"), "checkpoint_id"),
+        _text(c.get("thread_id"), "checkpoint.thread_id"),
+        _text(c.get("checkpoint_ns"), "checkpoint.checkpoint_ns", empty=True),
+        _text(c.get("checkpoint_id"), "checkpoint.checkpoint_id"),
         c.get("parent_id") if isinstance(c.get("parent_id"), str) else None,
-        c.get("run_id") if isinstance(c.get("run_id"), str) else None,
+        _text(c["run_id"], "checkpoint.run_id") if isinstance(c.get("run_id"), str) else None,
         json_text(c.get("checkpoint")),
         json_text(c.get("metadata")),
         json_text(c.get("filter") if isinstance(c.get("filter"), dict) else {}),
@@ -87,10 +89,10 @@ def put_writes(
         _text(checkpoint_id, "checkpoint_id"),
     )
     if not isinstance(writes, list) or not all(
-        isinstance(w, list) and len(w) == 3 and isinstance(w[0], int) and isinstance(w[1], str)
+        isinstance(w, list) and len(w) == 3 and _bigint(w[0]) and isinstance(w[1], str)
         for w in writes
     ):
-        raise bad_request("writes is a list of [idx, channel, value].")
+        raise bad_request("writes is a list of [idx, channel, value].", "writes")
     for idx, channel, value in writes:
         conflict = (
             "DO UPDATE SET channel = excluded.channel, value = excluded.value,"

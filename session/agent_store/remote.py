@@ -205,7 +205,7 @@ class RemoteAgentStore:
         data = await self._call("GET", path, retry=True, order=order, limit=limit, cursor=cursor)
         return Page([message_from_json(m) for m in data["items"]], data["nextCursor"])
 
-    async def update_message(self, message_id: str, **fields: Any) -> Message:
+    async def update_message(self, message_id: str, /, **fields: Any) -> Message:
         data = await self._call(
             "PATCH", f"/messages/{_segment(message_id)}", retry=True, json=fields
         )
@@ -267,9 +267,16 @@ def _error_of(response: httpx.Response) -> StoreError:
     try:
         error = response.json()["error"]
         code, message = error.get("code"), error.get("message", response.text)
+        param = error.get("param")
     except (ValueError, KeyError, TypeError, AttributeError):
-        code, message = None, response.text
+        code, message, param = None, response.text, None
     if code not in STATUS:
         by_status = {status: name for name, status in STATUS.items()}
         code = by_status.get(response.status_code, "UnknownError")
-    return StoreError(code, message, status=response.status_code, error=response.text[:500])
+    return StoreError(
+        code,
+        message,
+        status=response.status_code,
+        error=response.text[:500],
+        param=param if isinstance(param, str) else None,
+    )

@@ -8,10 +8,11 @@ always inside one transaction.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Generator
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from .errors import bad_request
 from .models import Message
@@ -20,7 +21,15 @@ Statement = tuple[str, tuple[Any, ...], bool]
 Operation = Generator[Statement, Any, Any]
 
 MAX_ID_BYTES = 256
+# A framework adapter's key string: with the others of its row, one PostgreSQL index entry
+# (at most about 2,700 bytes) holds them all.
+MAX_KEY_BYTES = 512
 MAX_BATCH = 100
+BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
+Int64 = Annotated[int, Field(ge=BIGINT_MIN, le=BIGINT_MAX)]
+"""An integer a ``BIGINT`` column holds (an argument's type, checked before use)."""
+# Compares text bytewise; PostgreSQL spells it "C" (see :func:`for_postgres`).
+BYTEWISE = "COLLATE BINARY"
 MESSAGE_COLUMNS = "id, conversation_id, seq, role, type, payload, metadata, created_at, updated_at"
 
 # ``{real}`` is the column type of a timestamp: REAL in SQLite, DOUBLE PRECISION in PostgreSQL.
@@ -53,6 +62,11 @@ def ddl(statement: str, *, postgres: bool) -> str:
     return statement.format(real="REAL", text="TEXT")
 
 
+def for_postgres(sql: str) -> str:
+    """A statement in PostgreSQL's spelling: ``%s`` placeholders, its bytewise collation."""
+    return sql.replace("?", "%s").replace(BYTEWISE, 'COLLATE "C"')
+
+
 def rows(sql: str, *params: Any) -> Statement:
     return sql, params, True
 
@@ -65,31 +79,61 @@ def json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def check_id(value: str, what: str) -> None:
-    if not isinstance(value, str) or not value or len(value.encode()) > MAX_ID_BYTES:
-        raise bad_request(f"A {what} is a non-empty string of at most {MAX_ID_BYTES} bytes.")
+def storable(value: str) -> bool:
+    """Whether both databases store ``value`` as given: UTF-8, without NUL characters."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in value
 
 
-def check_metadata(value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise bad_request("metadata is a JSON object.")
+def check_id(value: Any, param: str) -> str:
+    """``value`` if it is an id both databases store alike; else a BadRequest naming ``param``."""
+    if (
+        not isinstance(value, str)
+        or not value
+        or not storable(value)
+        or len(value.encode()) > MAX_ID_BYTES
+    ):
+        raise bad_request(
+            f"Invalid '{param}': a non-empty string of at most {MAX_ID_BYTES} bytes,"
+            " without NUL characters.",
+            param,
+        )
     return value
 
 
-def cursor_of(values: dict[str, Any]) -> str:
-    return base64.urlsafe_b64encode(json_text(values).encode()).decode()
+def check_key(value: Any, param: str, *, empty: bool = False) -> str:
+    """A key string of a framework adapter (an id, a namespace, a path): BadRequest unless
+    both databases store and index it alike."""
+    if (
+        not isinstance(value, str)
+        or (not value and not empty)
+        or not storable(value)
+        or len(value.encode()) > MAX_KEY_BYTES
+    ):
+        raise bad_request(
+            f"Invalid '{param}': a {'' if empty else 'non-empty '}string of at most"
+            f" {MAX_KEY_BYTES} bytes, without NUL characters.",
+            param,
+        )
+    return value
 
 
-def position_of(cursor: str) -> dict[str, Any]:
-    try:
-        decoded = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except ValueError:
-        raise bad_request("The cursor is not one this store gave out.") from None
-    if not isinstance(decoded, dict):
-        raise bad_request("The cursor is not one this store gave out.")
-    return decoded
+def check_label(value: Any, param: str) -> str | None:
+    """A message's ``role`` or ``type``: a string without NUL characters, or ``None``."""
+    if value is not None and (not isinstance(value, str) or not storable(value)):
+        raise bad_request(f"Invalid '{param}': a string without NUL characters, or null.", param)
+    return value
+
+
+def check_metadata(value: Any, param: str = "metadata") -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise bad_request(f"Invalid '{param}': a JSON object.", param)
+    return value
 
 
 def message_of(row: tuple[Any, ...]) -> Message:

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 from ..errors import SessionError, StoreUnavailable
 from . import calls, sql, state
+from . import messages as message_ops
 from . import operations as ops
+from .cursors import CursorKey, Cursors
 from .errors import StoreError
 from .models import Conversation, Message, NewMessage, Page
+from .sql import for_postgres
 
 OperationFactory = Callable[[], sql.Operation]
+
+
+def store_time() -> float:
+    """Now, in whole milliseconds: what ``createdAt``/``updatedAt`` show is what is stored,
+    so that listings order equal times by id alone."""
+    return math.floor(time.time() * 1000) / 1000
 
 
 class Runner(Protocol):
@@ -40,7 +51,7 @@ async def drive_async(conn: Any, operation: sql.Operation) -> Any:
         statement = next(operation)
         while True:
             sql, params, want_rows = statement
-            cursor = await conn.execute(sql.replace("?", "%s"), params)
+            cursor = await conn.execute(for_postgres(sql), params)
             result = await cursor.fetchall() if want_rows else cursor.rowcount
             statement = operation.send(result)
     except StopIteration as done:
@@ -82,26 +93,39 @@ class MemoryRunner:
         self._conn.close()
 
 
-class AgentStore:
-    """Conversations and messages of one project, with their state and session bindings."""
+@asynccontextmanager
+async def _backend_errors() -> AsyncIterator[None]:
+    """The backend's own failures, as :class:`StoreError` too."""
+    try:
+        yield
+    except StoreUnavailable as error:
+        raise StoreError("Unavailable", error.message, error=error.code) from None
+    except SessionError as error:
+        raise StoreError("UnknownError", error.message, error=error.code) from None
 
-    def __init__(self, runner: Runner, project: str = "default") -> None:
+
+class AgentStore:
+    """Conversations and messages of one project, with their state and session bindings.
+
+    ``cursor_key`` signs the paging cursors; a backend keeps one for all its projects."""
+
+    def __init__(self, runner: Runner, project: str = "default", *, cursor_key: CursorKey) -> None:
         self._runner = runner
         self.project = project
+        self._cursor_key = cursor_key
 
     async def _run(self, operation: OperationFactory, *, write: bool) -> Any:
-        """Run on the backend; its own failures become :class:`StoreError` too."""
-        try:
+        async with _backend_errors():
             return await self._runner(operation, write=write)
-        except StoreUnavailable as error:
-            raise StoreError("Unavailable", error.message, error=error.code) from None
-        except SessionError as error:
-            raise StoreError("UnknownError", error.message, error=error.code) from None
+
+    async def _cursors(self) -> Cursors:
+        async with _backend_errors():
+            return await self._cursor_key.cursors()
 
     async def create_conversation(
         self, conversation_id: str | None = None, metadata: dict[str, Any] | None = None
     ) -> Conversation:
-        now = time.time()
+        now = store_time()
         result: Conversation = await self._run(
             lambda: ops.create_conversation(self.project, conversation_id, metadata, now),
             write=True,
@@ -115,15 +139,17 @@ class AgentStore:
         return result
 
     async def list_conversations(self, limit: int = 20, cursor: str | None = None) -> Page:
+        """Most recently updated first, then by id descending; ``cursor`` from the page before."""
+        cursors = await self._cursors()
         result: Page = await self._run(
-            lambda: ops.list_conversations(self.project, limit, cursor), write=False
+            lambda: ops.list_conversations(self.project, limit, cursor, cursors), write=False
         )
         return result
 
     async def update_conversation(
         self, conversation_id: str, metadata: dict[str, Any]
     ) -> Conversation:
-        now = time.time()
+        now = store_time()
         result: Conversation = await self._run(
             lambda: ops.update_conversation(self.project, conversation_id, metadata, now),
             write=True,
@@ -136,9 +162,10 @@ class AgentStore:
     async def append_messages(
         self, conversation_id: str, messages: list[NewMessage]
     ) -> list[Message]:
-        now = time.time()
+        now = store_time()
         result: list[Message] = await self._run(
-            lambda: ops.append_messages(self.project, conversation_id, messages, now), write=True
+            lambda: message_ops.append_messages(self.project, conversation_id, messages, now),
+            write=True,
         )
         return result
 
@@ -156,40 +183,46 @@ class AgentStore:
 
     async def get_message(self, message_id: str) -> Message | None:
         result: Message | None = await self._run(
-            lambda: ops.get_message(self.project, message_id), write=False
+            lambda: message_ops.get_message(self.project, message_id), write=False
         )
         return result
 
     async def list_messages(
         self, conversation_id: str, order: str = "asc", limit: int = 50, cursor: str | None = None
     ) -> Page:
+        cursors = await self._cursors()
         result: Page = await self._run(
-            lambda: ops.list_messages(self.project, conversation_id, order, limit, cursor),
+            lambda: message_ops.list_messages(
+                self.project, conversation_id, order, limit, cursor, cursors
+            ),
             write=False,
         )
         return result
 
-    async def update_message(self, message_id: str, **fields: Any) -> Message:
-        now = time.time()
+    async def update_message(self, message_id: str, /, **fields: Any) -> Message:
+        """Replace the given fields (``role``, ``type``, ``payload``, ``metadata``) whole."""
+        now = store_time()
         result: Message = await self._run(
-            lambda: ops.update_message(self.project, message_id, fields, now), write=True
+            lambda: message_ops.update_message(self.project, message_id, fields, now), write=True
         )
         return result
 
     async def delete_message(self, message_id: str) -> None:
-        await self._run(lambda: ops.delete_message(self.project, message_id), write=True)
+        await self._run(lambda: message_ops.delete_message(self.project, message_id), write=True)
 
     async def pop_message(self, conversation_id: str) -> Message | None:
         """Remove and return the latest message of a conversation, atomically."""
-        now = time.time()
+        now = store_time()
         result: Message | None = await self._run(
-            lambda: ops.pop_message(self.project, conversation_id, now), write=True
+            lambda: message_ops.pop_message(self.project, conversation_id, now), write=True
         )
         return result
 
     async def clear_messages(self, conversation_id: str) -> None:
-        now = time.time()
-        await self._run(lambda: ops.clear_messages(self.project, conversation_id, now), write=True)
+        now = store_time()
+        await self._run(
+            lambda: message_ops.clear_messages(self.project, conversation_id, now), write=True
+        )
 
     async def state_get(self, conversation_id: str, key: str) -> Any:
         return await self._run(
