@@ -250,10 +250,21 @@ class RefusingUpstream:
         try:
             yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
         finally:
+            # Connections the gateway keeps alive are still being read: end them on the
+            # running loop, or they are collected after it closed and warn in a later test.
+            asyncio.run_coroutine_threadsafe(_closed(server), loop).result(5)
             loop.call_soon_threadsafe(loop.stop)
             thread.join(5)
-            server.close()
             loop.close()
+
+
+async def _closed(server: asyncio.Server) -> None:
+    server.close()
+    current = asyncio.current_task()
+    handlers = [task for task in asyncio.all_tasks() if task is not current]
+    for task in handlers:
+        task.cancel()
+    await asyncio.gather(*handlers, return_exceptions=True)
 
 
 @pytest.mark.parametrize("stream", [False, True])
