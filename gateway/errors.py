@@ -20,7 +20,7 @@ from session import (
     StoreUnavailable,
 )
 
-from .json_response import JSONResponse
+from .edge.json_response import JSONResponse
 from .upstream.errors import (
     UnsupportedInput,
     UpstreamAuthFailed,

@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from gateway import create_app
-from gateway.auth import Authenticator
 from gateway.auth_settings import AuthSettings
+from gateway.edge.auth import Authenticator
 from session import MemoryStore, SessionStore, build_store, new_key
 
 from .conftest import gateway_config

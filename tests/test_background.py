@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from gateway import create_app, load_config
-from gateway.maintenance import STALE_ERROR
+from gateway.turn.upkeep import STALE_ERROR
 from session import build_store
 
 from .conftest import Gateway, gateway_config
@@ -119,7 +119,7 @@ def test_another_instance_can_cancel_on_a_shared_store(
     postgres_dsn: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.INFO, logger="gateway.background")
+    caplog.set_level(logging.INFO, logger="gateway.turn.background")
     fake = fake_upstream[0]
     fake.requests.clear()
     session = {"backend": "postgres", "postgres": {"dsn": postgres_dsn}}

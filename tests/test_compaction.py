@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from gateway import create_app
-from gateway.compaction import PROMPT, SUMMARY_FRAME, Sealer, expand
+from gateway.context.compaction import PROMPT, SUMMARY_FRAME, Sealer, expand
 
 from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream, Reply

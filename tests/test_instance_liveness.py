@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from gateway import ConfigError, create_app, load_config, parse_config
-from gateway.maintenance import STALE_ERROR
+from gateway.turn.upkeep import STALE_ERROR
 
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream, Reply
 from .servers import serve, start_instance

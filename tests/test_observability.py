@@ -16,7 +16,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway import create_app
-from gateway.request_log import (
+from gateway.observability.request_log import (
     CURRENT_REQUEST,
     AccessLine,
     RequestIdFilter,

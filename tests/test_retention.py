@@ -66,7 +66,7 @@ def test_two_instances_sweeping_delete_each_record_once(
         session["postgres"] = {"dsn": request.getfixturevalue("postgres_dsn")}
     config = gateway_config(fake_upstream[1], tmp_path / "unused.db", session=session)
     seed(config.session, 450)
-    caplog.set_level(logging.INFO, logger="gateway.maintenance")
+    caplog.set_level(logging.INFO, logger="gateway.turn.upkeep")
 
     def deleted() -> int:
         counts = re.findall(r"retention: deleted (\d+) response", caplog.text)

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from gateway.server import COALESCE_LIMIT, CoalescedWrites
-from gateway.streaming import Outbox
+from gateway.edge.server import COALESCE_LIMIT, CoalescedWrites
+from gateway.turn.streaming import Outbox
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from gateway import create_app
-from gateway.truncation import cut_points
+from gateway.context.truncation import cut_points
 
 from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream

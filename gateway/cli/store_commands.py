@@ -1,0 +1,155 @@
+"""``gateway keys``, ``gateway prune`` and ``gateway usage``: commands run on the store."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from dataclasses import astuple
+from datetime import UTC, datetime
+from typing import Any
+
+from session import SessionError, SessionStore, build_store, new_key, parse_duration
+
+from ..auth_settings import ProjectName
+from ..config import GatewayConfig
+
+COMMANDS = ("keys", "prune", "usage")
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _project(text: str) -> str:
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(ProjectName).validate_python(text)
+    except ValidationError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a project is 1 to 64 letters, digits, '.', '_' or '-'"
+        ) from None
+
+
+def add_commands(commands: Any, config_help: str) -> None:
+    keys = commands.add_parser("keys", help="create, list and revoke managed API keys")
+    actions = keys.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create", help="create a key; its secret is printed once")
+    create.add_argument("--project", required=True, type=_project)
+    create.add_argument("--name")
+    create.add_argument("--requests-per-minute", type=int, metavar="N")
+    listing = actions.add_parser("list", help="list keys (never their secrets)")
+    listing.add_argument("--project", type=_project)
+    revoke = actions.add_parser("revoke", help="revoke a key on every instance")
+    revoke.add_argument("key_id")
+
+    prune = commands.add_parser("prune", help="delete records older than a duration")
+    prune.add_argument("--older-than", required=True, type=_duration, metavar="AGE")
+
+    usage = commands.add_parser("usage", help="token totals by project and model")
+    usage.add_argument("--project", type=_project)
+    usage.add_argument("--since", type=_duration, metavar="AGE", help="e.g. 7d (default: all)")
+
+    for parser in (create, listing, revoke, prune, usage):
+        parser.add_argument("--config", help=config_help)
+
+
+def _when(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
+    cells = [header, *[tuple("-" if v is None else str(v) for v in row) for row in rows]]
+    widths = [max(len(row[n]) for row in cells) for n in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in cells
+    )
+
+
+async def _keys(args: argparse.Namespace, store: SessionStore) -> None:
+    if args.action == "create":
+        if args.requests_per_minute is not None and args.requests_per_minute < 1:
+            raise SystemExit("gateway: --requests-per-minute must be at least 1")
+        key, secret = new_key(
+            args.project, name=args.name, requests_per_minute=args.requests_per_minute
+        )
+        await store.create_key(key)
+        print(secret)
+        print(
+            f"created {key.id} for project {key.project}; the secret above is shown only once",
+            file=sys.stderr,
+        )
+    elif args.action == "list":
+        keys = await store.list_keys(args.project)
+        rows: list[tuple[object, ...]] = [
+            (
+                key.id,
+                key.project,
+                key.name,
+                _when(key.created_at),
+                "active" if key.revoked_at is None else f"revoked {_when(key.revoked_at)}",
+                key.requests_per_minute,
+            )
+            for key in keys
+        ]
+        print(_table(("ID", "PROJECT", "NAME", "CREATED", "STATUS", "RPM"), rows))
+    else:
+        key = await store.revoke_key(args.key_id)
+        print(f"revoked {key.id} (project {key.project}) at {_when(key.revoked_at or 0)}")
+
+
+async def prune_all(store: SessionStore, before: float, batch: int = 500) -> tuple[int, int]:
+    """Prune in batches until nothing is left; return (responses, conversations)."""
+    responses = conversations = 0
+    while pruned := await store.prune(before, batch):
+        responses += pruned.responses
+        conversations += pruned.conversations
+    return responses, conversations
+
+
+async def _run(args: argparse.Namespace, config: GatewayConfig) -> None:
+    store = build_store(config.session)
+    try:
+        if args.command == "keys":
+            await _keys(args, store)
+        elif args.command == "prune":
+            before = time.time() - args.older_than
+            responses, conversations = await prune_all(store, before)
+            print(
+                f"deleted {responses} responses and {conversations} conversations "
+                f"last active before {_when(before)}"
+            )
+        else:
+            since = 0.0 if args.since is None else time.time() - args.since
+            rows = await store.usage(args.project, since)
+            print(
+                _table(
+                    ("PROJECT", "MODEL", "RESPONSES", "INPUT", "OUTPUT", "CACHED", "REASONING"),
+                    [astuple(row) for row in rows],
+                )
+            )
+    finally:
+        await store.close()
+
+
+def run(args: argparse.Namespace, config: GatewayConfig) -> int:
+    """Run one operator command on the configured store; return the exit status."""
+    if config.session.backend == "memory":
+        print(
+            "gateway: the memory backend keeps nothing beyond its own process; "
+            f"'{args.command}' needs session.backend sqlite or postgres",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        asyncio.run(_run(args, config))
+    except SessionError as error:
+        print(f"gateway: {error.message}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,185 @@
+"""The application factory: config in, Starlette app out; nothing happens at import."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import WebSocketRoute
+
+from session import SessionError, SessionStore, build_store
+from session.agent_store import StoreError
+
+from ..config import GatewayConfig
+from ..context.compaction import Sealer
+from ..errors import APIError, from_session_error, from_upstream_error, server_error
+from ..observability.measured_store import measured
+from ..observability.metrics import Metrics
+from ..turn.service import ResponsesService
+from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
+from ..upstream import ProviderClient, UnsupportedInput, UpstreamError
+from .auth import Authenticator
+from .middleware import (
+    AllowedHostsMiddleware,
+    AllowedOriginsMiddleware,
+    APIKeyMiddleware,
+    JSONOnlyMiddleware,
+    ObserveMiddleware,
+)
+from .routes import agent_store, conversations, meta, responses, websocket
+
+logger = logging.getLogger("gateway")
+
+SWEEP_INTERVAL_SECONDS = 60.0
+UPKEEP_STOP_SECONDS = 5.0  # for a sweep's store operation under way at shutdown
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, APIError)
+    return exc.response()
+
+
+async def _session_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SessionError)
+    return from_session_error(exc).response()
+
+
+async def _upstream_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, UpstreamError | UnsupportedInput)
+    return from_upstream_error(exc).response()
+
+
+async def _store_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StoreError)
+    kind = "server_error" if (exc.status or 500) >= 500 else "invalid_request_error"
+    return APIError(
+        exc.status or 500, exc.message, type=kind, param=exc.param, code=exc.code
+    ).response()
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = "not_found" if exc.status_code == 404 else None
+    message = "Unknown endpoint." if exc.status_code == 404 else str(exc.detail)
+    message = f"{message} ({request.method} {request.url.path})"
+    return APIError(exc.status_code, message, code=code).response()
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    logger.exception("unhandled error on %s %s", request.method, request.url.path)
+    return server_error(
+        500, "The gateway failed to process the request.", "server_error"
+    ).response()
+
+
+async def _ended(tasks: list[asyncio.Task[None]]) -> None:
+    """Wait for upkeep told to stop to finish its store operation; cut it past a bound."""
+    _, running = await asyncio.wait(tasks, timeout=UPKEEP_STOP_SECONDS)
+    for task in running:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def create_app(
+    config: GatewayConfig,
+    *,
+    store: SessionStore | None = None,
+) -> Starlette:
+    """Build the gateway; the store, HTTP clients and upkeep run in the app's lifespan.
+
+    ``store`` replaces the configured backend (the caller then owns and closes it).
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            opened = store
+            if opened is None:
+                opened = build_store(config.session)
+                stack.push_async_callback(opened.close)
+            clients = {
+                name: await stack.enter_async_context(ProviderClient.connect(name, provider))
+                for name, provider in config.providers.items()
+                if provider.wire_api != "echo"
+            }
+            kept = measured(opened, metrics)
+            secret = config.compaction.secret or await kept.shared_secret(
+                "compaction", secrets.token_urlsafe(32)
+            )
+            service = ResponsesService(kept, config, clients, metrics, Sealer(secret))
+            app.state.service = service
+            app.state.authenticator = Authenticator(config.auth, kept)
+            stop_upkeep = asyncio.Event()
+            upkeep = [
+                asyncio.create_task(
+                    fail_stale_turns(
+                        kept,
+                        config.stale_after_seconds(),
+                        config.session.stream_events_seconds,
+                        SWEEP_INTERVAL_SECONDS,
+                        stop_upkeep,
+                    )
+                ),
+                asyncio.create_task(
+                    keep_alive(
+                        kept,
+                        service.instance_id,
+                        config.server.heartbeat_seconds,
+                        config.server.heartbeat_timeout_seconds,
+                        stop_upkeep,
+                    )
+                ),
+            ]
+            if (retention := config.session.retention) is not None:
+                sweep_every = config.session.retention_sweep_seconds
+                upkeep.append(
+                    asyncio.create_task(prune_expired(kept, retention, sweep_every, stop_upkeep))
+                )
+            try:
+                yield
+            finally:
+                stop_upkeep.set()
+                grace = config.server.shutdown_grace_seconds
+                await asyncio.gather(
+                    service.streams.finish(grace), service.background.finish(grace)
+                )
+                await _ended(upkeep)
+
+    metrics = Metrics()
+    routes = [
+        *responses.routes,
+        WebSocketRoute("/v1/responses", websocket.responses_socket),
+        *conversations.routes,
+        *agent_store.routes,
+        *meta.routes,
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[
+            Middleware(ObserveMiddleware, metrics=metrics, routes=routes),
+            Middleware(AllowedHostsMiddleware, allowed=config.server.hosts_allowed()),
+            Middleware(AllowedOriginsMiddleware, allowed=config.server.allowed_origins),
+            *([Middleware(APIKeyMiddleware)] if config.auth.mode == "keys" else []),
+            Middleware(JSONOnlyMiddleware),
+        ],
+        exception_handlers={
+            APIError: _api_error,
+            SessionError: _session_error,
+            StoreError: _store_error,
+            UpstreamError: _upstream_error,
+            UnsupportedInput: _upstream_error,
+            HTTPException: _http_error,
+            Exception: _unexpected,
+        },
+    )
+    app.state.metrics = metrics
+    return app

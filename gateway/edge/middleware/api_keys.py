@@ -1,0 +1,58 @@
+"""With ``auth.mode: keys``, every ``/v1`` request names its project with an API key."""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.websockets import WebSocket
+
+from session import SessionError
+
+from ...errors import APIError, from_session_error
+from ..auth import Authenticator
+
+
+class APIKeyMiddleware:
+    """Authenticates and rate-limits ``/v1`` requests; sets ``state["project"]``.
+
+    The :class:`Authenticator` needs the store, so it is made in the app's lifespan and
+    kept as ``app.state.authenticator``.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope.get("path", "")
+        if scope["type"] not in ("http", "websocket") or not (
+            path.startswith("/v1/") or path == "/v1"
+        ):
+            await self.app(scope, receive, send)
+            return
+        authorization = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                authorization = value.decode("latin-1")
+                break
+        authenticator: Authenticator = scope["app"].state.authenticator
+        try:
+            caller = await authenticator.admit(authorization)
+        except APIError as error:
+            await refuse(scope, receive, send, error)
+            return
+        except SessionError as error:
+            await refuse(scope, receive, send, from_session_error(error))
+            return
+        state = scope.setdefault("state", {})
+        state["project"] = caller.project
+        state["caller"] = caller  # a WebSocket takes a request from its limit per response
+        await self.app(scope, receive, send)
+
+
+async def refuse(scope: Scope, receive: Receive, send: Send, error: APIError) -> None:
+    """The error as an HTTP answer, to a WebSocket upgrade too where the server can."""
+    if scope["type"] == "http":
+        await error.response()(scope, receive, send)
+    elif "websocket.http.response" in scope.get("extensions", {}):
+        await WebSocket(scope, receive, send).send_denial_response(error.response())
+    else:
+        await send({"type": "websocket.close", "code": 1008, "reason": error.message[:100]})

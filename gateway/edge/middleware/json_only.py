@@ -1,0 +1,40 @@
+"""Refuse request bodies that are not JSON with HTTP 415.
+
+Browsers send ``text/plain`` and form bodies across sites without asking first; an API
+that reads only JSON bodies is out of their reach.
+"""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ...errors import APIError
+
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
+
+
+def _is_json(media_type: str) -> bool:
+    media_type = media_type.split(";", 1)[0].strip().lower()
+    return media_type == "application/json" or media_type.endswith("+json")
+
+
+class JSONOnlyMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in _WITH_BODY:
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        has_body = headers.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in headers
+        content_type = headers.get(b"content-type", b"").decode("latin-1")
+        if not has_body or _is_json(content_type):
+            await self.app(scope, receive, send)
+            return
+        error = APIError(
+            415,
+            f"Unsupported content type {content_type or '(none)'!r}: send 'application/json'.",
+            code="unsupported_media_type",
+        )
+        await error.response()(scope, receive, send)

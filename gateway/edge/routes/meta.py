@@ -1,0 +1,96 @@
+"""``/v1/models``, ``/healthz`` (the process answers), ``/readyz`` (the store works) and
+``/metrics`` (Prometheus; with API keys on, for ``auth.admin_key`` only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from session import SessionError
+
+from ...config import GatewayConfig
+from ...errors import RETRY_AFTER_SECONDS
+from ...observability.metrics import Metrics
+from ..auth import is_admin, unauthorized
+from ..json_response import JSONResponse
+from .common import service
+
+
+async def list_models(request: Request) -> Response:
+    config = service(request).config
+    if "client_version" in request.query_params:  # Codex asks for its own catalog
+        return JSONResponse({"models": codex_catalog(config)})
+    data = [
+        {"id": name, "object": "model", "created": 0, "owned_by": route.provider}
+        for name, route in config.models.items()
+    ]
+    return JSONResponse({"object": "list", "data": data})
+
+
+def codex_catalog(config: GatewayConfig) -> list[dict[str, Any]]:
+    """The configured models in the shape of Codex's ``ModelInfo``."""
+    catalog = []
+    for name, route in config.models.items():
+        codex = route.codex
+        catalog.append(
+            {
+                "slug": name,
+                "display_name": codex.display_name or name,
+                "description": codex.description,
+                "default_reasoning_level": codex.default_reasoning_level,
+                "supported_reasoning_levels": [
+                    {"effort": effort, "description": f"{effort} reasoning"}
+                    for effort in codex.reasoning_levels
+                ],
+                "shell_type": codex.shell_type,
+                "visibility": "list",
+                "supported_in_api": True,
+                "priority": codex.priority,
+                "upgrade": None,
+                "base_instructions": codex.base_instructions,
+                "supports_reasoning_summaries": bool(codex.reasoning_levels),
+                "support_verbosity": False,
+                "default_verbosity": None,
+                "apply_patch_tool_type": codex.apply_patch_tool_type,
+                "truncation_policy": {"mode": "bytes", "limit": 10_000},
+                "supports_parallel_tool_calls": codex.supports_parallel_tool_calls,
+                "context_window": route.context_window,
+                "effective_context_window_percent": 95,
+                "experimental_supported_tools": [],
+                "input_modalities": ["text", "image"],
+            }
+        )
+    return catalog
+
+
+async def health(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def ready(request: Request) -> Response:
+    try:
+        await service(request).store.ping()
+    except SessionError as error:
+        body = {"status": "unavailable", "store": error.message}
+        return JSONResponse(body, status_code=503, headers={"Retry-After": RETRY_AFTER_SECONDS})
+    return JSONResponse({"status": "ok", "store": "ok"})
+
+
+async def metrics(request: Request) -> Response:
+    settings = service(request).config.auth
+    if settings.mode == "keys" and not is_admin(settings, request.headers.get("authorization")):
+        raise unauthorized("The metrics need the admin key (auth.admin_key) as a Bearer token.")
+    registry: Metrics = request.app.state.metrics
+    body, content_type = registry.render()
+    return Response(body, media_type=content_type)
+
+
+routes = [
+    Route("/v1/models", list_models, methods=["GET"]),
+    Route("/healthz", health, methods=["GET"]),
+    Route("/readyz", ready, methods=["GET"]),
+    Route("/metrics", metrics, methods=["GET"]),
+]

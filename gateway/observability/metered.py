@@ -1,0 +1,145 @@
+"""Upstream calls as metrics: latency, time to first token, failures and tokens.
+
+Every call a request makes upstream goes through here: a turn's, a summary written for a
+compaction, a count of input tokens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+from ..upstream import Event, ProviderClient, TurnResult, Upstream, UpstreamError
+from ..upstream.base import UpstreamStream
+from ..upstream.errors import UpstreamRejected
+from ..upstream.results import Item
+from .metrics import Metrics
+from .request_log import note_turn
+
+
+def error_code(error: UpstreamError) -> str:
+    """A bounded label for an upstream failure: its kind, or the provider's HTTP status."""
+    if isinstance(error, UpstreamRejected):
+        return f"http_{error.status}"
+    return type(error).__name__.removeprefix("Upstream").lower()
+
+
+class WatchedStream:
+    """Relays an upstream's events unchanged, observing them on the way."""
+
+    def __init__(
+        self,
+        events: UpstreamStream,
+        metrics: Metrics,
+        labels: tuple[str, str],
+        model: str,
+        project: str,
+        start: float,
+    ) -> None:
+        self._events = events
+        self._metrics = metrics
+        self._labels = labels
+        self._model = model
+        self._project = project
+        self._start = start
+        self._first = True
+
+    def __aiter__(self) -> WatchedStream:
+        return self
+
+    async def __anext__(self) -> Event | TurnResult:
+        event = await self._events.__anext__()
+        if isinstance(event, TurnResult):
+            self._finished(event)
+        elif self._first and event["type"].endswith(".delta"):
+            self._first = False
+            self._metrics.upstream_ttft_seconds.labels(*self._labels).observe(
+                time.perf_counter() - self._start
+            )
+        return event
+
+    def _finished(self, result: TurnResult) -> None:
+        metrics, labels = self._metrics, self._labels
+        elapsed = time.perf_counter() - self._start
+        if self._first:
+            metrics.upstream_ttft_seconds.labels(*labels).observe(elapsed)
+        metrics.upstream_seconds.labels(*labels).observe(elapsed)
+        if result.status == "failed":
+            metrics.upstream_errors.labels(*labels, "failed_answer").inc()
+        metrics.observe_usage(self._project, labels[1], result.usage)
+        note_turn(self._project, self._model, result.usage, elapsed)
+
+
+@asynccontextmanager
+async def watched(
+    upstream: Upstream,
+    request: dict[str, object],
+    *,
+    stream: bool,
+    metrics: Metrics,
+    provider: str,
+    model: str,
+    project: str,
+) -> AsyncIterator[UpstreamStream]:
+    """``upstream.open(...)``, with its events and failures observed."""
+    labels = (provider, metrics.model_label(model))
+    start = time.perf_counter()  # an unstreamed call is answered before ``open`` yields
+    try:
+        async with upstream.open(request, stream=stream) as events:
+            yield WatchedStream(events, metrics, labels, model, project, start)
+    except UpstreamError as error:
+        metrics.upstream_errors.labels(*labels, error_code(error)).inc()
+        raise
+
+
+class MeteredUpstream:
+    """An upstream whose every call is observed as :func:`watched` observes one."""
+
+    def __init__(
+        self, inner: Upstream, metrics: Metrics, provider: str, model: str, project: str
+    ) -> None:
+        self._inner = inner
+        self._metrics = metrics
+        self._provider = provider
+        self._model = model
+        self._project = project
+
+    def open(self, request: Item, *, stream: bool) -> AbstractAsyncContextManager[UpstreamStream]:
+        return watched(
+            self._inner,
+            request,
+            stream=stream,
+            metrics=self._metrics,
+            provider=self._provider,
+            model=self._model,
+            project=self._project,
+        )
+
+
+async def metered_fetch(
+    client: ProviderClient,
+    path: str,
+    payload: dict[str, Any],
+    *,
+    metrics: Metrics,
+    model: str,
+    project: str,
+) -> dict[str, Any]:
+    """``client.fetch_json(path, payload)``, observed: latency, failures and the ``usage``
+    the answer reports."""
+    labels = (client.name, metrics.model_label(model))
+    start = time.perf_counter()
+    try:
+        answer = await client.fetch_json(path, payload)
+    except UpstreamError as error:
+        metrics.upstream_errors.labels(*labels, error_code(error)).inc()
+        raise
+    elapsed = time.perf_counter() - start
+    metrics.upstream_seconds.labels(*labels).observe(elapsed)
+    usage = answer.get("usage")
+    usage = usage if isinstance(usage, dict) else None
+    metrics.observe_usage(project, labels[1], usage)
+    note_turn(project, model, usage, elapsed)
+    return answer

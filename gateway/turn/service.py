@@ -1,0 +1,351 @@
+"""One turn: validate -> resolve context from the session -> call upstream -> build -> save."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from session import (
+    ConversationNotFound,
+    Item,
+    RequestSnapshot,
+    ResponseSnapshot,
+    SaveConflict,
+    SessionError,
+    SessionStore,
+    StoredResponse,
+    UsageRecord,
+    new_id,
+    normalise_input,
+    token_counts,
+    trusted,
+)
+
+from ..api.request_body import CreateResponseBody
+from ..api.response_object import response_object
+from ..config import GatewayConfig, Route
+from ..context.compaction import AutoCompacting, CompactingUpstream, Sealer, compact_threshold
+from ..context.items import model_context
+from ..context.truncation import (
+    CONTEXT_LENGTH_EXCEEDED,
+    is_context_overflow,
+    stated_limit,
+    truncated,
+)
+from ..errors import APIError, invalid_request, not_found, previous_response_error, server_error
+from ..observability.metered import MeteredUpstream, metered_fetch
+from ..observability.metrics import Metrics
+from ..upstream import ProviderClient, TurnResult, Upstream, UpstreamError, build_upstream
+from ..upstream.base import Replay, UpstreamStream
+from .background import BackgroundTurns
+from .input_tokens import TokenCounter
+from .locks import KeyedLocks
+from .stateless import stateless_request
+from .streaming import StreamedTurns
+
+logger = logging.getLogger(__name__)
+
+CONTINUABLE = frozenset({"completed", "incomplete"})
+UNFINISHED = frozenset({"queued", "in_progress"})
+
+
+@dataclass
+class Turn:
+    """A validated request: the record to store and the stateless request to send."""
+
+    record: StoredResponse
+    store: bool
+    upstream: Upstream
+    upstream_request: Item
+    max_stream_seconds: float
+    provider: str
+    history: int  # how many of ``upstream_request["input"]`` come before this turn's own
+    truncation: bool  # ``truncation: "auto"``: the history may be cut to fit
+
+
+class ResponsesService:
+    """Runs turns against the configured upstreams and keeps them in the session store."""
+
+    def __init__(
+        self,
+        store: SessionStore,
+        config: GatewayConfig,
+        clients: Mapping[str, ProviderClient],
+        metrics: Metrics,
+        sealer: Sealer,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.metrics = metrics
+        self.sealer = sealer
+        self._clients = clients
+        self._conversations = KeyedLocks()
+        self.streams = StreamedTurns(metrics.active_streams)
+        self.background = BackgroundTurns()
+        # Stored on each turn this instance runs; its heartbeat shows it is still running.
+        self.instance_id = new_id("gw")
+        self.token_counter = TokenCounter()
+
+    def route(self, model: str) -> Route:
+        """Where ``model`` goes; a 404 ``model_not_found`` if nothing routes it."""
+        route = self.config.route(model)
+        if route is None:
+            raise not_found(
+                f"The model '{model}' does not exist or is not routed by this gateway.",
+                param="model",
+                code="model_not_found",
+            )
+        return route
+
+    def client(self, provider: str) -> ProviderClient | None:
+        return self._clients.get(provider)
+
+    def upstream(self, route: Route, model: str, project: str) -> Upstream:
+        """The adapter for ``route``, every call of it metered under ``model``, ``project``."""
+        inner = build_upstream(route, self._clients.get(route.provider_name))
+        return MeteredUpstream(inner, self.metrics, route.provider_name, model, project)
+
+    async def keep_usage(self, project: str, model: str, usage: Item | None) -> None:
+        """Keep the tokens of a call that no stored turn holds (a summary for a compaction)
+        for ``gateway usage``; the answer it paid for is not lost if the store is down."""
+        if not usage:
+            return
+        record = UsageRecord(project, model, time.time(), token_counts(usage))
+        try:
+            await self.store.record_usage(record)
+        except SessionError as error:
+            logger.warning("the usage of a compaction was not kept: %s", error.message)
+
+    async def fetch(
+        self, route: Route, model: str, project: str, path: str, payload: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """A metered JSON call to ``route``'s provider at ``path``; ``None`` if it has no
+        HTTP client (``echo``)."""
+        client = self._clients.get(route.provider_name)
+        if client is None:
+            return None
+        return await metered_fetch(
+            client, path, payload, metrics=self.metrics, model=model, project=project
+        )
+
+    async def history(self, body: CreateResponseBody, project: str) -> list[Item]:
+        """The items that precede this request's input: its chain or its conversation."""
+        return (await self._history_and_types(body, project))[0]
+
+    async def _history_and_types(
+        self, body: CreateResponseBody, project: str
+    ) -> tuple[list[Item], frozenset[str | None] | None]:
+        """The history and, when known without a scan, the item types it holds."""
+        try:
+            if body.previous_response_id is not None:
+                chain = await self.store.resolve_chain(project, body.previous_response_id)
+                self.metrics.chain_depth.observe(len(chain.turns))
+                return chain.items, chain.types
+            if body.conversation_id is not None:
+                return await self.store.conversation_items(project, body.conversation_id), None
+        except ConversationNotFound as error:
+            raise not_found(error.message, param="conversation", code=error.code) from None
+        except SessionError as error:
+            raise previous_response_error(error) from None
+        return [], frozenset()
+
+    @asynccontextmanager
+    async def turn(
+        self, body: CreateResponseBody, project: str, history: list[Item] | None = None
+    ) -> AsyncIterator[Turn]:
+        """Route the model and resolve the context; the turn holds what it needs until it ends.
+
+        Turns on one conversation are serialised: the next reads the context only once
+        the previous one has appended its items.
+        """
+        route = self.route(body.model)
+        async with AsyncExitStack() as stack:
+            if body.conversation_id is not None:
+                await stack.enter_async_context(self._conversations.hold(body.conversation_id))
+            types = None
+            if history is None:  # else the caller resolved it (a WebSocket's last response)
+                history, types = await self._history_and_types(body, project)
+            # The body is validated already: the records are built without validating again.
+            fields = {key: getattr(body, key) for key in RequestSnapshot.model_fields}
+            fields["input"] = normalise_input(body.input)
+            snapshot = trusted(RequestSnapshot, fields)
+            record = trusted(
+                StoredResponse,
+                {
+                    "id": new_id("resp"),
+                    "previous_response_id": body.previous_response_id,
+                    "conversation_id": body.conversation_id,
+                    "project": project,
+                    "created_at": time.time(),
+                    "completed_at": None,
+                    "status": "in_progress",
+                    "request": snapshot,
+                    "response": trusted(
+                        ResponseSnapshot,
+                        {"output": [], "usage": None, "error": None, "incomplete_details": None},
+                    ),
+                    "metadata": {"user": body.user} if body.user else {},
+                    "instance_id": self.instance_id,
+                },
+            )
+            items = model_context(self.sealer, project, history, snapshot.input, types)
+            request = stateless_request(body, route, items)
+            kept, truncation = len(history), body.truncation == "auto"
+            if truncation and route.context_window is not None:
+                shorter = await truncated(request, kept, self.token_counter, route.context_window)
+                request, kept = shorter or (request, kept)
+            upstream = self.upstream(route, body.model, project)
+            if route.provider.wire_api != "responses":  # which compacts by itself
+                upstream = await self._compacting(upstream, body, project, request, kept)
+            yield Turn(
+                record,
+                body.store,
+                upstream,
+                request,
+                route.provider.max_stream_seconds,
+                route.provider_name,
+                kept,
+                truncation,
+            )
+
+    async def _compacting(
+        self, upstream: Upstream, body: CreateResponseBody, project: str, request: Item, kept: int
+    ) -> Upstream:
+        """The upstream that compacts first, when the request asks for it (see compaction)."""
+        items = request["input"]
+        if items and items[-1].get("type") == "compaction_trigger":
+            return CompactingUpstream(upstream, self.sealer, project)
+        threshold = compact_threshold((body.model_extra or {}).get("context_management"))
+        if threshold is not None and kept and await self.token_counter.count(request) > threshold:
+            keep = functools.partial(self.keep_usage, project, body.model)
+            return AutoCompacting(upstream, self.sealer, project, kept, keep)
+        return upstream
+
+    @asynccontextmanager
+    async def open_upstream(self, turn: Turn, *, stream: bool) -> AsyncIterator[UpstreamStream]:
+        """The turn's upstream call, observed for metrics and the access log.
+
+        A request too long for the model's context is retried once without its oldest
+        turns under ``truncation: "auto"``; otherwise (or if it is still too long) the
+        turn fails with ``context_length_exceeded``.
+        """
+        async with AsyncExitStack() as stack:
+            yield await self._open(stack, turn, stream)
+
+    async def _open(self, stack: AsyncExitStack, turn: Turn, stream: bool) -> UpstreamStream:
+        retried = False
+        while True:
+            try:
+                return await stack.enter_async_context(
+                    turn.upstream.open(turn.upstream_request, stream=stream)
+                )
+            except UpstreamError as error:
+                if not is_context_overflow(error):
+                    raise
+                overflow = error
+            if retried or not turn.truncation or not await self._shorten(turn, overflow):
+                failure = {"code": CONTEXT_LENGTH_EXCEEDED, "message": overflow.message}
+                return Replay([], TurnResult(status="failed", error=failure))
+            retried = True
+
+    async def _shorten(self, turn: Turn, overflow: UpstreamError) -> bool:
+        """Drop the oldest turns of the request to fit the limit the refusal names (or half)."""
+        request = turn.upstream_request
+        window = stated_limit(overflow) or await self.token_counter.count(request) // 2
+        shorter = await truncated(request, turn.history, self.token_counter, window)
+        if shorter is None:
+            return False
+        turn.upstream_request, turn.history = shorter
+        return True
+
+    @staticmethod
+    def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:
+        return record.model_copy(
+            update={
+                "status": result.status,
+                "completed_at": time.time(),
+                "response": trusted(
+                    ResponseSnapshot,
+                    {
+                        "output": result.output,
+                        "usage": result.usage,
+                        "error": result.error,
+                        "incomplete_details": result.incomplete_details,
+                    },
+                ),
+            }
+        )
+
+    async def save_started(self, turn: Turn) -> None:
+        if turn.store:
+            await self.store.save(turn.record)
+
+    async def save_finished(self, turn: Turn, record: StoredResponse, *, started: bool) -> None:
+        """Store the finished turn and, if it succeeded, append it to its conversation."""
+        appended = None
+        if record.conversation_id is not None and record.status in CONTINUABLE:
+            appended = [*record.request.input, *record.response.output]
+        if turn.store:
+            await self.store.save(record, overwrite=started, conversation_items=appended)
+        elif appended is not None and record.conversation_id is not None:
+            await self.store.append_items(record.project, record.conversation_id, appended)
+
+    async def respond(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
+        """Run a non-streamed turn; return its response object once it is stored."""
+        result: TurnResult | None = None
+        async with self.turn(body, project) as turn:
+            async with self.open_upstream(turn, stream=False) as events:
+                async for event in events:
+                    if isinstance(event, TurnResult):
+                        result = event
+            if result is None or result.status == "failed":
+                error = (result.error if result else None) or {}
+                message = error.get("message")
+                if error.get("code") == CONTEXT_LENGTH_EXCEEDED:
+                    raise APIError(400, str(message), param="input", code=CONTEXT_LENGTH_EXCEEDED)
+                raise server_error(
+                    502,
+                    str(message or "The upstream provider returned no result."),
+                    "upstream_error",
+                )
+            record = self.finished(turn.record, result)
+            await self.save_finished(turn, record, started=False)
+        return response_object(record, store=turn.store)
+
+    async def start_background(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
+        """Store the turn ``queued`` and run it in a task; return it as stored."""
+        record = await self.background.start(self, body, project)
+        return response_object(record)
+
+    async def cancel(self, project: str, response_id: str) -> dict[str, Any]:
+        """Cancel a background response; a finished one is returned unchanged."""
+        record = await self.store.get(project, response_id)
+        if not record.request.background:
+            raise invalid_request(
+                "Only responses created with 'background': true can be cancelled.",
+                code="invalid_request",
+            )
+        if record.status in UNFINISHED and not (
+            await self.background.running.cancel(response_id)
+            or await self.streams.running.cancel(response_id)
+        ):
+            # Run by another instance (or by one that died): the store decides. Its own
+            # final save is then refused, as a finished turn is never overwritten.
+            cancelled = record.model_copy(
+                update={"status": "cancelled", "completed_at": time.time()}
+            )
+            with contextlib.suppress(SaveConflict):
+                await self.store.save(cancelled, overwrite=True)
+        return response_object(await self.store.get(project, response_id))
+
+    async def stream(
+        self, body: CreateResponseBody, project: str, history: list[Item] | None = None
+    ) -> AsyncIterator[bytes]:
+        """Start a streamed turn; return its SSE bytes (see :mod:`gateway.streaming`)."""
+        return await self.streams.start(self, body, project, history)
