@@ -7,7 +7,7 @@ import pytest
 import quicktok  # type: ignore[import-untyped]
 from openai import omit
 
-from gateway.turn.input_tokens import PER_ITEM, PER_REQUEST
+from gateway.context.tokens import PER_ITEM, PER_REQUEST
 
 from .conftest import Gateway
 

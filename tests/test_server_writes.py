@@ -6,7 +6,9 @@ import asyncio
 
 import pytest
 
+from gateway.edge.json_response import sse
 from gateway.edge.server import COALESCE_LIMIT, CoalescedWrites
+from gateway.turn.events import StreamEvent
 from gateway.turn.streaming import Outbox
 
 pytestmark = pytest.mark.anyio
@@ -86,18 +88,25 @@ async def test_nothing_is_written_to_a_connection_already_closing() -> None:
     assert inner.writes == []
 
 
-async def test_a_streams_waiting_bytes_leave_together_and_none_ends_them() -> None:
+async def test_a_streams_waiting_events_leave_together_and_none_ends_them() -> None:
     outbox = Outbox()
-    chunks = outbox.drain()
-    outbox.put(b"a")
-    outbox.put(b"b")
-    assert await anext(chunks) == b"ab"
-    assert outbox.flowing.is_set() is False  # set once the server asks for more
-    later = asyncio.ensure_future(anext(chunks))
+    batches = outbox.drain()
+    a, b, c = (StreamEvent("response.output_text.delta", name) for name in (b"a", b"b", b"c"))
+    outbox.put(a)
+    outbox.put(b)
+    assert await anext(batches) == [a, b]
+    assert outbox.flowing.is_set() is False  # set once the edge asks for more
+    later = asyncio.ensure_future(anext(batches))
     await asyncio.sleep(0)
     assert not later.done() and outbox.flowing.is_set()
-    outbox.put(b"c")
+    outbox.put(c)
     outbox.put(None)
-    assert await later == b"c"
+    assert await later == [c]
     with pytest.raises(StopAsyncIteration):
-        await anext(chunks)
+        await anext(batches)
+
+
+def test_events_are_framed_as_server_sent_events_in_one_piece() -> None:
+    events = [StreamEvent("a.b", b'{"n":1}'), StreamEvent("c", b'{"n":2}')]
+    assert sse(events) == b'event: a.b\ndata: {"n":1}\n\nevent: c\ndata: {"n":2}\n\n'
+

@@ -235,3 +235,9 @@ class CreateItemsBody(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
     items: list[Any] = Field(min_length=1, max_length=20)
+
+
+class InputTokensBody(CreateResponseBody):
+    """A create body, but the model may be left out (then counted with o200k here)."""
+
+    model: str | None = Field(default=None, min_length=1)  # type: ignore[assignment]

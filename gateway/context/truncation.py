@@ -15,7 +15,7 @@ from session import Item
 from ..upstream.errors import UpstreamError, UpstreamRejected
 
 if TYPE_CHECKING:
-    from ..turn.input_tokens import TokenCounter
+    from .tokens import TokenCounter
 
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 _OVERFLOW = re.compile(

@@ -20,13 +20,14 @@ from session.agent_store import StoreError
 
 from ..config import GatewayConfig
 from ..context.compaction import Sealer
-from ..errors import APIError, from_session_error, from_upstream_error, server_error
+from ..errors import APIError, server_error
 from ..observability.measured_store import measured
 from ..observability.metrics import Metrics
 from ..turn.service import ResponsesService
 from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
 from ..upstream import ProviderClient, UnsupportedInput, UpstreamError
 from .auth import Authenticator
+from .errors import error_response, from_session_error, from_upstream_error
 from .middleware import (
     AllowedHostsMiddleware,
     AllowedOriginsMiddleware,
@@ -44,25 +45,24 @@ UPKEEP_STOP_SECONDS = 5.0  # for a sweep's store operation under way at shutdown
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, APIError)
-    return exc.response()
+    return error_response(exc)
 
 
 async def _session_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, SessionError)
-    return from_session_error(exc).response()
+    return error_response(from_session_error(exc))
 
 
 async def _upstream_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, UpstreamError | UnsupportedInput)
-    return from_upstream_error(exc).response()
+    return error_response(from_upstream_error(exc))
 
 
 async def _store_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StoreError)
     kind = "server_error" if (exc.status or 500) >= 500 else "invalid_request_error"
-    return APIError(
-        exc.status or 500, exc.message, type=kind, param=exc.param, code=exc.code
-    ).response()
+    error = APIError(exc.status or 500, exc.message, type=kind, param=exc.param, code=exc.code)
+    return error_response(error)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -70,14 +70,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     code = "not_found" if exc.status_code == 404 else None
     message = "Unknown endpoint." if exc.status_code == 404 else str(exc.detail)
     message = f"{message} ({request.method} {request.url.path})"
-    return APIError(exc.status_code, message, code=code).response()
+    return error_response(APIError(exc.status_code, message, code=code))
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     logger.exception("unhandled error on %s %s", request.method, request.url.path)
-    return server_error(
-        500, "The gateway failed to process the request.", "server_error"
-    ).response()
+    error = server_error(500, "The gateway failed to process the request.", "server_error")
+    return error_response(error)
 
 
 async def _ended(tasks: list[asyncio.Task[None]]) -> None:

@@ -1,5 +1,5 @@
 """``POST /v1/responses/compact``: a ``responses`` upstream compacts, else the gateway does
-(see :mod:`gateway.compaction`)."""
+(see :mod:`gateway.context.compaction`)."""
 
 from __future__ import annotations
 

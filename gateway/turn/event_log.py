@@ -10,15 +10,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import orjson
 
 from session import SessionError, SessionStore, StoredResponse
 
-logger = logging.getLogger("gateway.event_log")
+from .events import TERMINAL_TYPES, StreamEvent, terminal_event
 
-TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+logger = logging.getLogger(__name__)
+
 FLUSH_SECONDS = 0.05
 POLL_SECONDS = 0.1
 
@@ -60,31 +61,30 @@ class EventLog:
 async def _ended_at(store: SessionStore, record: StoredResponse, seq: int) -> bool:
     """Whether the kept event numbered ``seq`` is the stream's terminal event."""
     kept = await store.events_after(record.project, record.id, seq - 1, limit=1)
-    return bool(kept) and kept[0][0] == seq and orjson.loads(kept[0][1])["type"] in TERMINAL
+    return bool(kept) and kept[0][0] == seq and orjson.loads(kept[0][1])["type"] in TERMINAL_TYPES
 
 
 async def resumed(
-    store: SessionStore,
-    record: StoredResponse,
-    after: int,
-    ending: Callable[[StoredResponse, int], bytes],
-) -> AsyncIterator[bytes]:
-    """The SSE bytes of every kept event after ``after``, then the live tail, then the end.
+    store: SessionStore, record: StoredResponse, after: int
+) -> AsyncIterator[list[StreamEvent]]:
+    """Every kept event after ``after``, then the live tail, then the end.
 
     If the response finished but its terminal event never arrived (its instance died),
-    ``ending(record, next_sequence_number)`` closes the stream instead.
+    a terminal event made from the stored record closes the stream instead.
     """
     project, response_id = record.project, record.id
     quiet_after_finish = 0
     while True:
-        events = await store.events_after(project, response_id, after)
-        for seq, event in events:
-            kind = orjson.loads(event)["type"]
-            yield b"event: " + kind.encode() + b"\ndata: " + event.encode() + b"\n\n"
+        kept = await store.events_after(project, response_id, after)
+        events: list[StreamEvent] = []
+        for seq, data in kept:
+            events.append(StreamEvent(orjson.loads(data)["type"], data.encode()))
             after = seq
-            if kind in TERMINAL:
+            if events[-1].terminal:
+                yield events
                 return
         if events:
+            yield events
             quiet_after_finish = 0
             continue
         record = await store.get(project, response_id)
@@ -92,6 +92,6 @@ async def resumed(
             quiet_after_finish += 1
             if quiet_after_finish > 3:  # its writer is gone: end from the stored record
                 if not await _ended_at(store, record, after):
-                    yield ending(record, after + 1)
+                    yield [terminal_event(record, after + 1)]
                 return
         await asyncio.sleep(POLL_SECONDS)

@@ -8,13 +8,13 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from session import (
     ConversationNotFound,
     Item,
     RequestSnapshot,
+    ResponseNotFound,
     ResponseSnapshot,
     SaveConflict,
     SessionError,
@@ -32,41 +32,26 @@ from ..api.response_object import response_object
 from ..config import GatewayConfig, Route
 from ..context.compaction import AutoCompacting, CompactingUpstream, Sealer, compact_threshold
 from ..context.items import model_context
+from ..context.tokens import TokenCounter
 from ..context.truncation import (
     CONTEXT_LENGTH_EXCEEDED,
     is_context_overflow,
     stated_limit,
     truncated,
 )
-from ..errors import APIError, invalid_request, not_found, previous_response_error, server_error
+from ..errors import APIError, invalid_request, not_found, previous_response_not_found, server_error
 from ..observability.metered import MeteredUpstream, metered_fetch
 from ..observability.metrics import Metrics
 from ..upstream import ProviderClient, TurnResult, Upstream, UpstreamError, build_upstream
 from ..upstream.base import Replay, UpstreamStream
 from .background import BackgroundTurns
-from .input_tokens import TokenCounter
+from .events import StreamEvent
+from .lifecycle import UNFINISHED, Turn, finished, save_finished, with_status
 from .locks import KeyedLocks
 from .stateless import stateless_request
 from .streaming import StreamedTurns
 
 logger = logging.getLogger(__name__)
-
-CONTINUABLE = frozenset({"completed", "incomplete"})
-UNFINISHED = frozenset({"queued", "in_progress"})
-
-
-@dataclass
-class Turn:
-    """A validated request: the record to store and the stateless request to send."""
-
-    record: StoredResponse
-    store: bool
-    upstream: Upstream
-    upstream_request: Item
-    max_stream_seconds: float
-    provider: str
-    history: int  # how many of ``upstream_request["input"]`` come before this turn's own
-    truncation: bool  # ``truncation: "auto"``: the history may be cut to fit
 
 
 class ResponsesService:
@@ -87,7 +72,7 @@ class ResponsesService:
         self._clients = clients
         self._conversations = KeyedLocks()
         self.streams = StreamedTurns(metrics.active_streams)
-        self.background = BackgroundTurns()
+        self.background = BackgroundTurns(config.providers)
         # Stored on each turn this instance runs; its heartbeat shows it is still running.
         self.instance_id = new_id("gw")
         self.token_counter = TokenCounter()
@@ -151,8 +136,8 @@ class ResponsesService:
                 return await self.store.conversation_items(project, body.conversation_id), None
         except ConversationNotFound as error:
             raise not_found(error.message, param="conversation", code=error.code) from None
-        except SessionError as error:
-            raise previous_response_error(error) from None
+        except ResponseNotFound as error:  # other store errors reach the edge as they are
+            raise previous_response_not_found(error) from None
         return [], frozenset()
 
     @asynccontextmanager
@@ -264,38 +249,6 @@ class ResponsesService:
         turn.upstream_request, turn.history = shorter
         return True
 
-    @staticmethod
-    def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:
-        return record.model_copy(
-            update={
-                "status": result.status,
-                "completed_at": time.time(),
-                "response": trusted(
-                    ResponseSnapshot,
-                    {
-                        "output": result.output,
-                        "usage": result.usage,
-                        "error": result.error,
-                        "incomplete_details": result.incomplete_details,
-                    },
-                ),
-            }
-        )
-
-    async def save_started(self, turn: Turn) -> None:
-        if turn.store:
-            await self.store.save(turn.record)
-
-    async def save_finished(self, turn: Turn, record: StoredResponse, *, started: bool) -> None:
-        """Store the finished turn and, if it succeeded, append it to its conversation."""
-        appended = None
-        if record.conversation_id is not None and record.status in CONTINUABLE:
-            appended = [*record.request.input, *record.response.output]
-        if turn.store:
-            await self.store.save(record, overwrite=started, conversation_items=appended)
-        elif appended is not None and record.conversation_id is not None:
-            await self.store.append_items(record.project, record.conversation_id, appended)
-
     async def respond(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
         """Run a non-streamed turn; return its response object once it is stored."""
         result: TurnResult | None = None
@@ -314,8 +267,8 @@ class ResponsesService:
                     str(message or "The upstream provider returned no result."),
                     "upstream_error",
                 )
-            record = self.finished(turn.record, result)
-            await self.save_finished(turn, record, started=False)
+            record = finished(turn.record, result)
+            await save_finished(self.store, turn, record, started=False)
         return response_object(record, store=turn.store)
 
     async def start_background(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
@@ -337,15 +290,13 @@ class ResponsesService:
         ):
             # Run by another instance (or by one that died): the store decides. Its own
             # final save is then refused, as a finished turn is never overwritten.
-            cancelled = record.model_copy(
-                update={"status": "cancelled", "completed_at": time.time()}
-            )
+            cancelled = with_status(record, "cancelled")
             with contextlib.suppress(SaveConflict):
                 await self.store.save(cancelled, overwrite=True)
         return response_object(await self.store.get(project, response_id))
 
     async def stream(
         self, body: CreateResponseBody, project: str, history: list[Item] | None = None
-    ) -> AsyncIterator[bytes]:
-        """Start a streamed turn; return its SSE bytes (see :mod:`gateway.streaming`)."""
+    ) -> AsyncIterator[list[StreamEvent]]:
+        """Start a streamed turn; return its events (see :mod:`gateway.turn.streaming`)."""
         return await self.streams.start(self, body, project, history)

@@ -2,10 +2,11 @@
 
 The task opens the turn (conversation lock, context) and the upstream stream, stores the
 turn as ``in_progress``, then signals the request handler: until then any failure is a
-plain HTTP error. After that every event is numbered and queued as SSE bytes, and the
-turn ends with exactly one terminal event that tells the truth: ``response.completed``
-only once the finished turn is stored. A client that goes away does not stop the task;
-a shutdown past its grace period cancels it, and the turn is then stored as failed.
+plain HTTP error. After that every event is numbered, encoded once and queued for the
+edge that frames it, and the turn ends with exactly one terminal event that tells the
+truth: ``response.completed`` only once the finished turn is stored. A client that goes
+away does not stop the task; a shutdown past its grace period cancels it, and the turn
+is then stored as failed.
 """
 
 from __future__ import annotations
@@ -14,53 +15,29 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from prometheus_client import Gauge
 
 from session import Item, SaveConflict, StoredResponse
 
 from ..api.response_object import response_object
-from ..upstream import Event, TurnResult, UpstreamStream
+from ..upstream import TurnResult, UpstreamStream
 from ..upstream.results import failed_result
 from .cancellable import CancellableTurns
 from .event_log import EventLog
+from .events import TERMINAL_EVENTS, StreamEvent, numbered
+from .lifecycle import Turn, TurnRunner, finished, save_finished, save_started, with_status
 
 if TYPE_CHECKING:
     from ..api.request_body import CreateResponseBody
-    from .service import ResponsesService, Turn
 
 logger = logging.getLogger(__name__)
 
 RETRY_SECONDS = 1.0
 FIRST_EVENTS_WAIT_SECONDS = 0.05
 RETRIES = 60
-
-TERMINAL_EVENTS = {
-    "completed": "response.completed",
-    "incomplete": "response.incomplete",
-    "failed": "response.failed",
-    "cancelled": "response.failed",  # OpenAI has no event of its own for a cancelled stream
-}
-
-
-def sse(event: Event) -> bytes:
-    kind: str = event["type"]
-    return b"event: " + kind.encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n"
-
-
-def terminal_event(record: StoredResponse, sequence_number: int, *, store: bool = True) -> bytes:
-    """The event that ends a stream, for a finished (or cancelled) record."""
-    return sse(
-        {
-            "type": TERMINAL_EVENTS[record.status],
-            "response": response_object(record, store=store),
-            "sequence_number": sequence_number,
-        }
-    )
 
 
 class StreamedTurns:
@@ -71,26 +48,20 @@ class StreamedTurns:
         self._active = active
         self.running = CancellableTurns()  # the background ones, by response id
 
-    def run_in_background(self, response_id: str) -> None:
-        """Let a client cancel the calling stream task by its response id."""
-        task = asyncio.current_task()
-        assert task is not None
-        self.running.add(response_id, task)
-
     async def start(
         self,
-        service: ResponsesService,
+        runner: TurnRunner,
         body: CreateResponseBody,
         project: str,
         history: list[Item] | None = None,
-    ) -> AsyncIterator[bytes]:
-        """Open a streamed turn; return its SSE events (those already waiting come together
-        in one chunk), or raise what stopped it opening."""
+    ) -> AsyncIterator[list[StreamEvent]]:
+        """Open a streamed turn; return its events (those already waiting come together),
+        or raise what stopped it opening."""
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         ready.add_done_callback(_consume_exception)
         outbox = Outbox()
         task = asyncio.create_task(
-            _run(service, body, project, history, ready, outbox.put, outbox.flowing)
+            _run(runner, self.running, body, project, history, ready, outbox.put, outbox.flowing)
         )
         self._tasks.add(task)
         self._active.inc()
@@ -121,59 +92,62 @@ def _consume_exception(future: asyncio.Future[None]) -> None:
 
 
 class Outbox:
-    """A stream's SSE bytes, from the turn's task to the response: those already waiting
-    leave together (one write, not one each); ``None`` ends them. ``flowing`` is set each
-    time the server comes back for more: what it had is on its way."""
+    """A stream's events, from the turn's task to the edge: those already waiting leave
+    together (one write, not one each); ``None`` ends them. ``flowing`` is set each time
+    the edge comes back for more: what it had is on its way."""
 
     def __init__(self) -> None:
         self.flowing = asyncio.Event()
-        self._chunks: list[bytes] = []
+        self._events: list[StreamEvent] = []
         self._ended = False
         self._waiter: asyncio.Future[None] | None = None
 
-    def put(self, chunk: bytes | None) -> None:
-        if chunk is None:
+    def put(self, event: StreamEvent | None) -> None:
+        if event is None:
             self._ended = True
         else:
-            self._chunks.append(chunk)
+            self._events.append(event)
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def drain(self) -> AsyncIterator[bytes]:
+    async def drain(self) -> AsyncIterator[list[StreamEvent]]:
         while True:
-            if not self._chunks and not self._ended:
+            if not self._events and not self._ended:
                 self._waiter = asyncio.get_running_loop().create_future()
                 try:
                     await self._waiter
                 finally:
                     self._waiter = None
-            if not self._chunks:
+            if not self._events:
                 return
-            chunks, self._chunks = self._chunks, []
-            yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            events, self._events = self._events, []
+            yield events
             self.flowing.set()
 
 
 async def _run(
-    service: ResponsesService,
+    runner: TurnRunner,
+    running: CancellableTurns,
     body: CreateResponseBody,
     project: str,
     history: list[Item] | None,
     ready: asyncio.Future[None],
-    put: Callable[[bytes | None], None],
+    put: Callable[[StreamEvent | None], None],
     flowing: asyncio.Event,
 ) -> None:
     unsaved: StoredResponse | None = None
     try:
         async with (
-            service.turn(body, project, history) as turn,
-            service.open_upstream(turn, stream=True) as events,
+            runner.turn(body, project, history) as turn,
+            runner.open_upstream(turn, stream=True) as events,
         ):
-            await service.save_started(turn)
-            if turn.record.request.background:
-                service.streams.run_in_background(turn.record.id)
+            await save_started(runner.store, turn)
+            if turn.record.request.background:  # a client may cancel it by its id
+                task = asyncio.current_task()
+                assert task is not None
+                running.add(turn.record.id, task)
             ready.set_result(None)
-            unsaved = await _pump(service, turn, events, put, flowing)
+            unsaved = await _pump(runner, running, turn, events, put, flowing)
     except BaseException as error:
         if ready.done():
             if isinstance(error, asyncio.CancelledError):
@@ -186,10 +160,10 @@ async def _run(
             ready.cancel()
             raise
     if unsaved is not None:
-        await _store_failure(service, unsaved)
+        await _store_failure(runner, unsaved)
 
 
-async def _store_failure(service: ResponsesService, record: StoredResponse) -> None:
+async def _store_failure(runner: TurnRunner, record: StoredResponse) -> None:
     """Keep trying to replace the ``in_progress`` row by its failure while the store is down.
 
     The client has its ``response.failed`` already; this makes the store agree. Past the
@@ -198,7 +172,7 @@ async def _store_failure(service: ResponsesService, record: StoredResponse) -> N
     for _ in range(RETRIES):
         await asyncio.sleep(RETRY_SECONDS)
         try:
-            await service.store.save(record, overwrite=True)
+            await runner.store.save(record, overwrite=True)
             return
         except SaveConflict:
             return  # finished meanwhile (by the sweep): nothing left to correct
@@ -208,10 +182,11 @@ async def _store_failure(service: ResponsesService, record: StoredResponse) -> N
 
 
 async def _pump(
-    service: ResponsesService,
+    runner: TurnRunner,
+    running: CancellableTurns,
     turn: Turn,
     events: UpstreamStream,
-    put: Callable[[bytes | None], None],
+    put: Callable[[StreamEvent | None], None],
     flowing: asyncio.Event,
 ) -> StoredResponse | None:
     """Relay the upstream's events; store the end; send the terminal event.
@@ -223,15 +198,14 @@ async def _pump(
     record = turn.record
     kept = None
     if record.request.background and turn.store:
-        kept = EventLog(service.store, record.project, record.id)
+        kept = EventLog(runner.store, record.project, record.id)
 
     def emit(event: dict[str, Any]) -> None:
         number = next(numbers)
-        event["sequence_number"] = number  # each event is a dict of its own, sent once
-        data = orjson.dumps(event)
-        put(b"".join((b"event: ", event["type"].encode(), b"\ndata: ", data, b"\n\n")))
+        sent = numbered(event, number)
+        put(sent)
         if kept is not None:
-            kept.add(number, data)
+            kept.add(number, sent.data)
 
     started = response_object(turn.record, store=turn.store)
     emit({"type": "response.created", "response": started})
@@ -258,24 +232,22 @@ async def _pump(
     except asyncio.CancelledError:
         cancelled = True
         result = failed_result("The gateway shut down before the response was complete.")
-        if service.streams.running.cancelled_by_client(record.id):
+        if running.cancelled_by_client(record.id):
             result = None
     except Exception:
         logger.exception("the stream of %s broke", turn.record.id)
     if cancelled and result is None:
-        record = record.model_copy(update={"status": "cancelled", "completed_at": time.time()})
+        record = with_status(record, "cancelled")
     else:
-        record = service.finished(record, result or failed_result("The response broke off."))
+        record = finished(record, result or failed_result("The response broke off."))
     try:
-        await service.save_finished(turn, record, started=True)
+        await save_finished(runner.store, turn, record, started=True)
     except Exception as error:
         logger.error("streamed response %s could not be stored: %s", turn.record.id, error)
         reason = getattr(error, "message", type(error).__name__)
-        record = service.finished(
-            turn.record, failed_result(f"The response could not be stored: {reason}")
-        )
+        record = finished(turn.record, failed_result(f"The response could not be stored: {reason}"))
         try:
-            await service.save_finished(turn, record, started=True)
+            await save_finished(runner.store, turn, record, started=True)
         except Exception:
             unsaved = record if turn.store else None
     emit(

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import APIError
+from ..errors import error_response
 
 
 def _host_name(header: str) -> str:
@@ -44,4 +45,4 @@ class AllowedHostsMiddleware:
             "(server.allowed_hosts).",
             code="invalid_host",
         )
-        await error.response()(scope, receive, send)
+        await error_response(error)(scope, receive, send)

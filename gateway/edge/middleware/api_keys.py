@@ -7,8 +7,9 @@ from starlette.websockets import WebSocket
 
 from session import SessionError
 
-from ...errors import APIError, from_session_error
+from ...errors import APIError
 from ..auth import Authenticator
+from ..errors import error_response, from_session_error
 
 
 class APIKeyMiddleware:
@@ -51,8 +52,8 @@ class APIKeyMiddleware:
 async def refuse(scope: Scope, receive: Receive, send: Send, error: APIError) -> None:
     """The error as an HTTP answer, to a WebSocket upgrade too where the server can."""
     if scope["type"] == "http":
-        await error.response()(scope, receive, send)
+        await error_response(error)(scope, receive, send)
     elif "websocket.http.response" in scope.get("extensions", {}):
-        await WebSocket(scope, receive, send).send_denial_response(error.response())
+        await WebSocket(scope, receive, send).send_denial_response(error_response(error))
     else:
         await send({"type": "websocket.close", "code": 1008, "reason": error.message[:100]})

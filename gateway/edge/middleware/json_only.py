@@ -9,6 +9,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import APIError
+from ..errors import error_response
 
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 
@@ -37,4 +38,4 @@ class JSONOnlyMiddleware:
             f"Unsupported content type {content_type or '(none)'!r}: send 'application/json'.",
             code="unsupported_media_type",
         )
-        await error.response()(scope, receive, send)
+        await error_response(error)(scope, receive, send)

@@ -12,9 +12,9 @@ from starlette.routing import Route
 from session import SessionError
 
 from ...config import GatewayConfig
-from ...errors import RETRY_AFTER_SECONDS
 from ...observability.metrics import Metrics
 from ..auth import is_admin, unauthorized
+from ..errors import RETRY_AFTER_SECONDS
 from ..json_response import JSONResponse
 from .common import service
 

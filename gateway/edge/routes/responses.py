@@ -5,17 +5,16 @@ from __future__ import annotations
 from typing import Literal, cast
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
-from ...api.request_body import check_create_body, parse_create_body, validate_body
+from ...api.request_body import InputTokensBody, check_create_body, parse_create_body, validate_body
 from ...api.response_object import response_object
 from ...errors import invalid_request
 from ...turn.compact import compact_conversation
 from ...turn.event_log import resumed
-from ...turn.input_tokens import InputTokensBody, count_input_tokens
-from ...turn.streaming import terminal_event
-from ..json_response import SSE_HEADERS, EventStream, JSONResponse
+from ...turn.input_tokens import count_input_tokens
+from ..json_response import EventStream, JSONResponse
 from .common import project, query_choice, query_int, read_body, service
 
 
@@ -56,8 +55,7 @@ async def retrieve_response(request: Request) -> Response:
             code="invalid_request",
         )
     after = query_int(request, "starting_after", -1, -1, 10**9)
-    chunks = resumed(store, record, after, terminal_event)
-    return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
+    return EventStream(resumed(store, record, after))
 
 
 async def delete_response(request: Request) -> Response:

@@ -24,16 +24,20 @@ from session import Item, SessionError, normalise_input
 
 from ...api.request_body import CreateResponseBody, check_create_body, validate_body
 from ...api.response_object import response_object
-from ...errors import APIError, from_session_error, from_upstream_error, invalid_request
+from ...errors import APIError, invalid_request
+from ...turn.lifecycle import finished, save_finished, save_started
 from ...turn.service import ResponsesService
 from ...upstream import TurnResult, UnsupportedInput, UpstreamError
 from ..auth import Caller
+from ..errors import from_session_error, from_upstream_error
 from .common import DEFAULT_PROJECT
 
 CONNECTION_SECONDS = 3600.0
 ROUTE = "/v1/responses"
 # Controls of WebSocket mode itself, never part of the request a model sees.
 _SOCKET_FIELDS = ("type", "generate", "stream_id", "client_metadata")
+# The ends of a response that a later one may continue from.
+_CONTINUABLE_ENDS = frozenset({"response.completed", "response.incomplete"})
 
 
 @dataclass
@@ -140,18 +144,17 @@ class ResponsesSocket:
         """Run the turn, relay its events, remember it for the next one."""
         if history is None and body.conversation_id is None:  # a conversation's turn reads
             history = await self.service.history(body, self.project)  # it under its lock
-        chunks = await self.service.stream(body, self.project, history)
+        stream = await self.service.stream(body, self.project, history)
+        lane_field = None if lane is None else b',"stream_id":' + orjson.dumps(lane) + b"}"
         final: dict[str, Any] | None = None
-        async for chunk in chunks:  # SSE events, one or several to a chunk
-            for event in chunk.split(b"\n\n")[:-1]:
-                data = event.split(b"\ndata: ", 1)[1]  # the event's JSON
-                if lane is not None:  # the client's lane for this response, on every event
-                    data = data[:-1] + b',"stream_id":' + orjson.dumps(lane) + b"}"
+        async for events in stream:
+            for event in events:
+                data = event.data
+                if lane_field is not None:  # the client's lane, on every event of the response
+                    data = data[:-1] + lane_field  # the JSON object, one member longer
                 await self._send(data)
-                if data.startswith(b'{"type":"response.completed"') or data.startswith(
-                    b'{"type":"response.incomplete"'
-                ):
-                    final = orjson.loads(data)["response"]
+                if event.type in _CONTINUABLE_ENDS:
+                    final = orjson.loads(event.data)["response"]
         if final is not None and history is not None:
             items = [*history, *normalise_input(body.input), *final["output"]]
             self.last = LastResponse(final["id"], items)
@@ -161,9 +164,9 @@ class ResponsesSocket:
         if history is None:
             history = await self.service.history(body, self.project)
         async with self.service.turn(body, self.project, history) as turn:
-            await self.service.save_started(turn)
-            record = self.service.finished(turn.record, TurnResult(status="completed"))
-            await self.service.save_finished(turn, record, started=True)
+            await save_started(self.service.store, turn)
+            record = finished(turn.record, TurnResult(status="completed"))
+            await save_finished(self.service.store, turn, record, started=True)
         started = response_object(turn.record, store=body.store)
         done = response_object(record, store=body.store)
         for number, event in enumerate(

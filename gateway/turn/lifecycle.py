@@ -1,0 +1,101 @@
+"""A turn's lifecycle: the statuses it goes through, how each is reached, how each is saved.
+
+A turn is stored ``in_progress`` (``queued`` first in the background) before its upstream
+answers, then once more when it ends: ``completed``, ``incomplete``, ``failed`` or
+``cancelled``. A finished turn is never overwritten (the store refuses it), so whichever
+of two writers comes second, a cancel or the turn itself, finds its save refused.
+Streaming, background turns and WebSocket mode run turns through :class:`TurnRunner`.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Protocol
+
+from session import Item, ResponseSnapshot, SessionStore, StoredResponse, trusted
+
+from ..api.request_body import CreateResponseBody
+from ..upstream import TurnResult, Upstream, UpstreamStream
+
+CONTINUABLE = frozenset({"completed", "incomplete"})
+UNFINISHED = frozenset({"queued", "in_progress"})
+
+
+@dataclass
+class Turn:
+    """A validated request: the record to store and the stateless request to send."""
+
+    record: StoredResponse
+    store: bool
+    upstream: Upstream
+    upstream_request: Item
+    max_stream_seconds: float
+    provider: str
+    history: int  # how many of ``upstream_request["input"]`` come before this turn's own
+    truncation: bool  # ``truncation: "auto"``: the history may be cut to fit
+
+
+class TurnRunner(Protocol):
+    """What runs a turn: its context, its upstream call and the store it is saved in."""
+
+    store: SessionStore
+
+    def turn(
+        self, body: CreateResponseBody, project: str, history: list[Item] | None = None
+    ) -> AbstractAsyncContextManager[Turn]:
+        """Route the model and resolve the context; the turn holds them until it ends."""
+        ...
+
+    def open_upstream(
+        self, turn: Turn, *, stream: bool
+    ) -> AbstractAsyncContextManager[UpstreamStream]:
+        """The turn's upstream call."""
+        ...
+
+
+def with_status(record: StoredResponse, status: str) -> StoredResponse:
+    """``record`` moved to ``queued``, ``in_progress`` or ``cancelled``."""
+    if status == "cancelled":
+        return record.model_copy(update={"status": status, "completed_at": time.time()})
+    return record.model_copy(update={"status": status})
+
+
+def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:
+    """``record`` ended as ``result`` says."""
+    return record.model_copy(
+        update={
+            "status": result.status,
+            "completed_at": time.time(),
+            "response": trusted(
+                ResponseSnapshot,
+                {
+                    "output": result.output,
+                    "usage": result.usage,
+                    "error": result.error,
+                    "incomplete_details": result.incomplete_details,
+                },
+            ),
+        }
+    )
+
+
+async def save_started(store: SessionStore, turn: Turn) -> None:
+    """Store the turn as it starts (``in_progress``, or ``queued``), unless ``store: false``."""
+    if turn.store:
+        await store.save(turn.record)
+
+
+async def save_finished(
+    store: SessionStore, turn: Turn, record: StoredResponse, *, started: bool
+) -> None:
+    """Store the finished turn (over its start when ``started``) and, if it succeeded,
+    append its items to its conversation in the same transaction."""
+    appended = None
+    if record.conversation_id is not None and record.status in CONTINUABLE:
+        appended = [*record.request.input, *record.response.output]
+    if turn.store:
+        await store.save(record, overwrite=started, conversation_items=appended)
+    elif appended is not None and record.conversation_id is not None:
+        await store.append_items(record.project, record.conversation_id, appended)
