@@ -18,6 +18,7 @@ from .keys import ApiKey
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse, normalise_input
 from .paging import Order, page_items
 from .policy import check_save
+from .sqlite.schema import migrate
 from .turn_cache import TurnCache, resolve_cached
 from .usage import Pruned, UsageRecord, UsageRow, usage_of
 
@@ -88,7 +89,7 @@ class MemoryStore:
         self._conversations: dict[str, dict[str, _ConversationState]] = {}
         self._keys: dict[str, str] = {}  # key id -> JSON
         self._secrets: dict[str, str] = {}
-        self._agent = MemoryRunner()
+        self._agent = MemoryRunner(migrate)
         self._cursor_key = CursorKey(self.shared_secret)
         # (project, response id) -> sequence number -> (event JSON, time kept)
         self._events: dict[tuple[str, str], dict[int, tuple[str, float]]] = {}

@@ -82,30 +82,3 @@ def usage_of(records: Iterable[StoredResponse], kept: Iterable[UsageRecord] = ()
     return [
         usage_row(project, model, *counts) for (project, model), counts in sorted(totals.items())
     ]
-
-
-@dataclass(frozen=True)
-class UsageSQL:
-    """The statements on ``usage_records``, written once for SQLite and PostgreSQL."""
-
-    insert: str
-    # The ledger's rows as ``usage`` reads them, to follow a ``UNION ALL``: no response
-    # is counted for them. Parameters: since, project, project.
-    totals: str
-
-    @classmethod
-    def of(cls, *, postgres: bool) -> UsageSQL:
-        mark = "%s" if postgres else "?"
-        any_project = f"{mark}::text IS NULL" if postgres else f"{mark} IS NULL"
-        return cls(
-            insert="INSERT INTO usage_records (project, model, created_at, input_tokens,"
-            f" output_tokens, cached_tokens, reasoning_tokens) VALUES"
-            f" ({mark}, {mark}, {mark}, {mark}, {mark}, {mark}, {mark})",
-            totals="SELECT project, model, 0, input_tokens, output_tokens, cached_tokens,"
-            f" reasoning_tokens FROM usage_records WHERE created_at >= {mark}"
-            f" AND ({any_project} OR project = {mark})",
-        )
-
-
-SQLITE = UsageSQL.of(postgres=False)
-POSTGRES = UsageSQL.of(postgres=True)

@@ -13,7 +13,7 @@ import pytest
 from gateway import create_app
 from session import ChainAncestorMissing, ChainCycle, StoreUnavailable
 from session.postgres import PostgresStore
-from session.postgres_schema import MIGRATIONS
+from session.postgres.schema import MIGRATIONS
 
 from .conftest import gateway_config
 from .fake_upstream import FakeUpstream

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-import sqlite_utils
 
 from session import ChainAncestorMissing, ChainCycle, ChainTooDeep, Conversation, SQLiteStore
-from session.sqlite_schema import MIGRATIONS
+from session.sqlite.schema import MIGRATIONS, migrate
 
 from .records import turn
 
@@ -84,9 +83,7 @@ async def test_data_survives_closing_and_reopening(tmp_path: Path) -> None:
 async def test_a_version_1_file_is_migrated_keeping_its_data(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    database = sqlite_utils.Database(conn, execute_plugins=False)
-    MIGRATIONS[0](database)
-    conn.execute("PRAGMA user_version = 1")
+    migrate(conn, up_to=1)
     conn.close()
     store = SQLiteStore(path)  # the file predates conversations
     await store.save(turn("r0"))
@@ -101,10 +98,7 @@ async def test_agent_conversations_kept_before_migration_13_show_their_stored_ti
 ) -> None:
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    database = sqlite_utils.Database(conn, execute_plugins=False)
-    for number, step in enumerate(MIGRATIONS[:12], start=1):
-        step(database)
-        conn.execute(f"PRAGMA user_version = {number}")
+    migrate(conn, up_to=12)
     for name in ("b", "a"):  # kept with finer times than they show, "a" the later one
         fine = 1_700_000_000.1234 if name == "b" else 1_700_000_000.1236
         conn.execute(

@@ -14,10 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..sql import Operation
 from . import claude_ops, langgraph_items, langgraph_ops
 from .call_args import arguments_model, check_arguments
 from .errors import bad_request
-from .sql import Operation, check_id
+from .sql import check_id
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,6 @@ CALLS: dict[str, Call] = {
     "langgraph.prune": Call(langgraph_ops.prune, True),
     "langgraph.store": Call(langgraph_items.batch, True, "now"),
 }
-
-SCHEMA = [*claude_ops.SCHEMA, *langgraph_ops.SCHEMA, *langgraph_items.SCHEMA]
 
 
 def is_retried(name: str) -> bool:

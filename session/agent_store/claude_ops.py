@@ -10,27 +10,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..sql import Operation, in_list, rows, run
 from .errors import bad_request
-from .sql import Int64, Operation, check_key, json_text, rows, run
+from .sql import Int64, check_key, json_text
 
-SCHEMA = [
-    """CREATE TABLE claude_transcripts (
-        project TEXT NOT NULL, namespace TEXT NOT NULL, project_key TEXT NOT NULL,
-        session_id TEXT NOT NULL, subpath TEXT NOT NULL, next_seq BIGINT NOT NULL,
-        mtime BIGINT NOT NULL, summary TEXT, summary_mtime BIGINT,
-        summary_version BIGINT NOT NULL, summary_seq BIGINT NOT NULL,
-        PRIMARY KEY (project, namespace, project_key, session_id, subpath))""",
-    """CREATE TABLE claude_entries (
-        project TEXT NOT NULL, namespace TEXT NOT NULL, project_key TEXT NOT NULL,
-        session_id TEXT NOT NULL, subpath TEXT NOT NULL, seq BIGINT NOT NULL, uuid TEXT,
-        entry TEXT NOT NULL,
-        PRIMARY KEY (project, namespace, project_key, session_id, subpath, seq))""",
-    """CREATE INDEX claude_entries_uuid
-        ON claude_entries (project, namespace, project_key, session_id, subpath, uuid)""",
-]
-
-KEY = "project = ? AND namespace = ? AND project_key = ? AND session_id = ? AND subpath = ?"
-SESSION = "project = ? AND namespace = ? AND project_key = ? AND session_id = ?"
+SESSION = (
+    "project = :project AND namespace = :namespace AND project_key = :project_key"
+    " AND session_id = :session_id"
+)
+KEY = f"{SESSION} AND subpath = :subpath"
 MAX_ENTRIES = 1000
 
 
@@ -48,7 +36,7 @@ def check_subpath(subpath: Any) -> str:
     return subpath
 
 
-def _key(project: str, namespace: str, key: dict[str, Any]) -> tuple[str, ...]:
+def _key(project: str, namespace: str, key: dict[str, Any]) -> dict[str, str]:
     if not isinstance(key, dict):
         raise bad_request("key is an object with project_key and session_id.", "key")
     project_key, session_id = key.get("project_key"), key.get("session_id")
@@ -57,13 +45,13 @@ def _key(project: str, namespace: str, key: dict[str, Any]) -> tuple[str, ...]:
             "key.project_key is a string and key.session_id a non-empty string.", "key"
         )
     subpath = check_key(check_subpath(key.get("subpath")), "key.subpath", empty=True)
-    return (
-        project,
-        namespace,
-        check_key(project_key, "key.project_key", empty=True),
-        check_key(session_id, "key.session_id"),
-        subpath,
-    )
+    return {
+        "project": project,
+        "namespace": namespace,
+        "project_key": check_key(project_key, "key.project_key", empty=True),
+        "session_id": check_key(session_id, "key.session_id"),
+        "subpath": subpath,
+    }
 
 
 def append(
@@ -83,21 +71,22 @@ def append(
     # The upsert takes the transcript's row lock first: concurrent writers queue here.
     yield run(
         "INSERT INTO claude_transcripts (project, namespace, project_key, session_id, subpath,"
-        " next_seq, mtime, summary_version, summary_seq) VALUES (?, ?, ?, ?, ?, 0, ?, 0, 0)"
+        " next_seq, mtime, summary_version, summary_seq) VALUES (:project, :namespace,"
+        " :project_key, :session_id, :subpath, 0, :now_ms, 0, 0)"
         " ON CONFLICT (project, namespace, project_key, session_id, subpath)"
         " DO UPDATE SET mtime = CASE WHEN claude_transcripts.mtime < excluded.mtime"
         " THEN excluded.mtime ELSE claude_transcripts.mtime + 1 END",  # strictly increasing
-        *where,
-        now_ms,
+        **where,
+        now_ms=now_ms,
     )
-    found = yield rows(f"SELECT next_seq FROM claude_transcripts WHERE {KEY}", *where)
+    found = yield rows(f"SELECT next_seq FROM claude_transcripts WHERE {KEY}", **where)
     seq = int(found[0][0])
     uuids = [entry["uuid"] for entry in entries if isinstance(entry.get("uuid"), str)]
     stored: set[str] = set()
     if uuids:
-        marks = ", ".join("?" for _ in uuids)
+        marks, params = in_list("uuid", uuids)
         present = yield rows(
-            f"SELECT uuid FROM claude_entries WHERE {KEY} AND uuid IN ({marks})", *where, *uuids
+            f"SELECT uuid FROM claude_entries WHERE {KEY} AND uuid IN ({marks})", **where, **params
         )
         stored = {row[0] for row in present}
     for entry in entries:
@@ -108,34 +97,36 @@ def append(
             stored.add(uuid)
         yield run(
             "INSERT INTO claude_entries (project, namespace, project_key, session_id, subpath,"
-            " seq, uuid, entry) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            *where,
-            seq,
-            uuid,
-            json_text(entry),
+            " seq, uuid, entry) VALUES (:project, :namespace, :project_key, :session_id,"
+            " :subpath, :seq, :uuid, :entry)",
+            **where,
+            seq=seq,
+            uuid=uuid,
+            entry=json_text(entry),
         )
         seq += 1
-    yield run(f"UPDATE claude_transcripts SET next_seq = ? WHERE {KEY}", seq, *where)
+    yield run(f"UPDATE claude_transcripts SET next_seq = :seq WHERE {KEY}", seq=seq, **where)
     return None
 
 
 def load(project: str, namespace: str, key: dict[str, Any]) -> Operation:
     """The entries in append order, or ``None`` for a key never written."""
     where = _key(project, namespace, key)
-    known = yield rows(f"SELECT 1 FROM claude_transcripts WHERE {KEY}", *where)
+    known = yield rows(f"SELECT 1 FROM claude_transcripts WHERE {KEY}", **where)
     if not known:
         return None
-    found = yield rows(f"SELECT entry FROM claude_entries WHERE {KEY} ORDER BY seq", *where)
+    found = yield rows(f"SELECT entry FROM claude_entries WHERE {KEY} ORDER BY seq", **where)
     return [json.loads(row[0]) for row in found]
 
 
 def list_sessions(project: str, namespace: str, project_key: str) -> Operation:
     found = yield rows(
         "SELECT session_id, mtime FROM claude_transcripts"
-        " WHERE project = ? AND namespace = ? AND project_key = ? AND subpath = ''",
-        project,
-        namespace,
-        project_key,
+        " WHERE project = :project AND namespace = :namespace AND project_key = :project_key"
+        " AND subpath = ''",
+        project=project,
+        namespace=namespace,
+        project_key=project_key,
     )
     return [{"session_id": row[0], "mtime": int(row[1])} for row in found]
 
@@ -147,16 +138,17 @@ def summary(project: str, namespace: str, key: dict[str, Any]) -> Operation:
     found = yield rows(
         "SELECT summary, summary_mtime, summary_version, summary_seq, next_seq"
         f" FROM claude_transcripts WHERE {KEY}",
-        *where,
+        **where,
     )
     if not found:
         return {"summary": None, "version": -1, "through": 0, "pending": []}
     text, mtime, version, folded, through = found[0]
     pending = yield rows(
-        f"SELECT entry FROM claude_entries WHERE {KEY} AND seq >= ? AND seq < ? ORDER BY seq",
-        *where,
-        folded,
-        through,
+        f"SELECT entry FROM claude_entries WHERE {KEY} AND seq >= :folded AND seq < :through"
+        " ORDER BY seq",
+        **where,
+        folded=folded,
+        through=through,
     )
     return {
         "summary": None if text is None else {**json.loads(text), "mtime": int(mtime)},
@@ -182,26 +174,27 @@ def put_summary(
         raise bad_request("summary is an object; version and through are integers.")
     data = {name: part for name, part in value.items() if name != "mtime"}
     changed = yield run(
-        "UPDATE claude_transcripts SET summary = ?, summary_version = summary_version + 1,"
-        " summary_seq = ?, summary_mtime = CASE WHEN mtime > ? THEN mtime ELSE ? END"
-        f" WHERE {KEY} AND summary_version = ?",
-        json_text(data),
-        through,
-        now_ms,
-        now_ms,
-        *where,
-        version,
+        "UPDATE claude_transcripts SET summary = :summary,"
+        " summary_version = summary_version + 1, summary_seq = :through,"
+        " summary_mtime = CASE WHEN mtime > :now_ms THEN mtime ELSE :now_ms END"
+        f" WHERE {KEY} AND summary_version = :version",
+        summary=json_text(data),
+        through=through,
+        now_ms=now_ms,
+        **where,
+        version=version,
     )
     return changed == 1
 
 
 def list_summaries(project: str, namespace: str, project_key: str) -> Operation:
     found = yield rows(
-        "SELECT summary, summary_mtime FROM claude_transcripts WHERE project = ?"
-        " AND namespace = ? AND project_key = ? AND subpath = '' AND summary IS NOT NULL",
-        project,
-        namespace,
-        project_key,
+        "SELECT summary, summary_mtime FROM claude_transcripts WHERE project = :project"
+        " AND namespace = :namespace AND project_key = :project_key AND subpath = ''"
+        " AND summary IS NOT NULL",
+        project=project,
+        namespace=namespace,
+        project_key=project_key,
     )
     return [{**json.loads(row[0]), "mtime": int(row[1])} for row in found]
 
@@ -209,9 +202,9 @@ def list_summaries(project: str, namespace: str, project_key: str) -> Operation:
 def delete(project: str, namespace: str, key: dict[str, Any]) -> Operation:
     """Delete a transcript; deleting a main transcript deletes its subagents' too."""
     where = _key(project, namespace, key)
-    clause, params = (SESSION, where[:4]) if where[4] == "" else (KEY, where)
-    yield run(f"DELETE FROM claude_entries WHERE {clause}", *params)
-    yield run(f"DELETE FROM claude_transcripts WHERE {clause}", *params)
+    clause = SESSION if where["subpath"] == "" else KEY
+    yield run(f"DELETE FROM claude_entries WHERE {clause}", **where)
+    yield run(f"DELETE FROM claude_transcripts WHERE {clause}", **where)
     return None
 
 
@@ -220,6 +213,6 @@ def list_subkeys(project: str, namespace: str, key: dict[str, Any]) -> Operation
     found = yield rows(
         f"SELECT subpath FROM claude_transcripts WHERE {SESSION} AND subpath <> ''"
         " ORDER BY subpath",
-        *where[:4],
+        **where,
     )
     return [row[0] for row in found]

@@ -11,17 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..sql import Operation, rows, run
 from .errors import bad_request
-from .sql import Operation, check_key, json_text, rows, run
+from .sql import check_key, json_text
 
-SCHEMA = [
-    """CREATE TABLE lg_items (
-        project TEXT NOT NULL, namespace TEXT NOT NULL, path {text} NOT NULL,
-        key {text} NOT NULL, value TEXT NOT NULL, created_at {real} NOT NULL,
-        updated_at {real} NOT NULL, PRIMARY KEY (project, namespace, path, key))""",
-]
-
-ITEM = "project = ? AND namespace = ? AND path = ? AND key = ?"
+ITEM = "project = :project AND namespace = :namespace AND path = :path AND key = :key"
 OPERATORS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
 
 
@@ -93,17 +87,18 @@ def _search(project: str, namespace: str, op: dict[str, Any]) -> Operation:
     _check_operators(wanted)
     if not isinstance(limit, int) or not isinstance(offset, int):
         raise bad_request("limit and offset are integers.")
-    clause, params = "", []
+    clause, params = "", dict[str, Any]()
     if prefix != "[]":
         opening = prefix[:-1] + ","  # '["a"' + ',': the paths below ["a"]
-        clause = " AND (path = ? OR substr(path, 1, ?) = ?)"
-        params = [prefix, len(opening), opening]
+        clause = " AND (path = :prefix OR substr(path, 1, :length) = :opening)"
+        params = {"prefix": prefix, "length": len(opening), "opening": opening}
     found = yield rows(
         "SELECT path, key, value, created_at, updated_at FROM lg_items"
-        f" WHERE project = ? AND namespace = ?{clause} ORDER BY created_at, path, key",
-        project,
-        namespace,
-        *params,
+        f" WHERE project = :project AND namespace = :namespace{clause}"
+        " ORDER BY created_at, path, key",
+        project=project,
+        namespace=namespace,
+        **params,
     )
     items = [_item(row) for row in found]
     if wanted:
@@ -137,9 +132,9 @@ def _namespaces(project: str, namespace: str, op: dict[str, Any]) -> Operation:
     for condition in conditions:
         _check_condition(condition)
     found = yield rows(
-        "SELECT DISTINCT path FROM lg_items WHERE project = ? AND namespace = ?",
-        project,
-        namespace,
+        "SELECT DISTINCT path FROM lg_items WHERE project = :project AND namespace = :namespace",
+        project=project,
+        namespace=namespace,
     )
     paths = [json.loads(row[0]) for row in found]
     kept = {
@@ -153,31 +148,36 @@ def _namespaces(project: str, namespace: str, op: dict[str, Any]) -> Operation:
 def _get(project: str, namespace: str, op: dict[str, Any]) -> Operation:
     found = yield rows(
         f"SELECT path, key, value, created_at, updated_at FROM lg_items WHERE {ITEM}",
-        project,
-        namespace,
-        json_text(_path(op.get("namespace"))),
-        op.get("key"),
+        project=project,
+        namespace=namespace,
+        path=json_text(_path(op.get("namespace"))),
+        key=op.get("key"),
     )
     return _item(found[0]) if found else None
 
 
 def _put(project: str, namespace: str, op: dict[str, Any], now: float) -> Operation:
     path = check_key(json_text(_path(op.get("namespace"))), "namespace", empty=True)
-    where = (project, namespace, path, check_key(op["key"], "key", empty=True))
+    where = {
+        "project": project,
+        "namespace": namespace,
+        "path": path,
+        "key": check_key(op["key"], "key", empty=True),
+    }
     value = op.get("value")
     if value is None:
-        yield run(f"DELETE FROM lg_items WHERE {ITEM}", *where)
+        yield run(f"DELETE FROM lg_items WHERE {ITEM}", **where)
         return None
     if not isinstance(value, dict):
         raise bad_request("A put's value is an object, or null to delete.")
     yield run(
         "INSERT INTO lg_items (project, namespace, path, key, value, created_at, updated_at)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project, namespace, path, key)"
+        " VALUES (:project, :namespace, :path, :key, :value, :now, :now)"
+        " ON CONFLICT (project, namespace, path, key)"
         " DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-        *where,
-        json_text(value),
-        now,
-        now,
+        **where,
+        value=json_text(value),
+        now=now,
     )
     return None
 

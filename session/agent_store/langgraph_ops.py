@@ -2,7 +2,7 @@
 
 Serialised values arrive already encoded by LangGraph's serializer (``[type, base64]``) and
 are stored as given; only checkpoint metadata is read here, as plain JSON, to filter lists.
-Checkpoint ids sort bytewise (``{text}`` is a binary collation on PostgreSQL).
+Checkpoint ids sort bytewise (a binary collation on PostgreSQL).
 """
 
 from __future__ import annotations
@@ -10,26 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..sql import Operation, rows, run
 from .errors import bad_request
-from .sql import BIGINT_MAX, BIGINT_MIN, Operation, check_key, json_text, rows, run
+from .sql import BIGINT_MAX, BIGINT_MIN, check_key, json_text
 
-SCHEMA = [
-    """CREATE TABLE lg_checkpoints (
-        project TEXT NOT NULL, namespace TEXT NOT NULL, thread_id {text} NOT NULL,
-        checkpoint_ns {text} NOT NULL, checkpoint_id {text} NOT NULL, parent_id TEXT,
-        run_id TEXT, checkpoint TEXT NOT NULL, metadata TEXT NOT NULL, filter TEXT NOT NULL,
-        PRIMARY KEY (project, namespace, thread_id, checkpoint_ns, checkpoint_id))""",
-    "CREATE INDEX lg_checkpoints_run ON lg_checkpoints (project, namespace, run_id)",
-    """CREATE TABLE lg_writes (
-        project TEXT NOT NULL, namespace TEXT NOT NULL, thread_id TEXT NOT NULL,
-        checkpoint_ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL,
-        idx BIGINT NOT NULL, channel TEXT NOT NULL, task_path TEXT NOT NULL,
-        value TEXT NOT NULL,
-        PRIMARY KEY (project, namespace, thread_id, checkpoint_ns, checkpoint_id, task_id, idx))""",
-]
-
-THREAD = "project = ? AND namespace = ? AND thread_id = ?"
-CHECKPOINT = f"{THREAD} AND checkpoint_ns = ? AND checkpoint_id = ?"
+THREAD = "project = :project AND namespace = :namespace AND thread_id = :thread_id"
+CHECKPOINT = f"{THREAD} AND checkpoint_ns = :checkpoint_ns AND checkpoint_id = :checkpoint_id"
 COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata"
 
 
@@ -44,27 +30,30 @@ def _bigint(value: Any) -> bool:
 def put(project: str, namespace: str, checkpoint: dict[str, Any]) -> Operation:
     """Store one checkpoint (again: the later one wins)."""
     c = checkpoint if isinstance(checkpoint, dict) else {}
-    values = (
-        _text(c.get("thread_id"), "checkpoint.thread_id"),
-        _text(c.get("checkpoint_ns"), "checkpoint.checkpoint_ns", empty=True),
-        _text(c.get("checkpoint_id"), "checkpoint.checkpoint_id"),
-        c.get("parent_id") if isinstance(c.get("parent_id"), str) else None,
-        _text(c["run_id"], "checkpoint.run_id") if isinstance(c.get("run_id"), str) else None,
-        json_text(c.get("checkpoint")),
-        json_text(c.get("metadata")),
-        json_text(c.get("filter") if isinstance(c.get("filter"), dict) else {}),
-    )
+    values = {
+        "thread_id": _text(c.get("thread_id"), "checkpoint.thread_id"),
+        "checkpoint_ns": _text(c.get("checkpoint_ns"), "checkpoint.checkpoint_ns", empty=True),
+        "checkpoint_id": _text(c.get("checkpoint_id"), "checkpoint.checkpoint_id"),
+        "parent_id": c.get("parent_id") if isinstance(c.get("parent_id"), str) else None,
+        "run_id": (
+            _text(c["run_id"], "checkpoint.run_id") if isinstance(c.get("run_id"), str) else None
+        ),
+        "checkpoint": json_text(c.get("checkpoint")),
+        "metadata": json_text(c.get("metadata")),
+        "filter": json_text(c.get("filter") if isinstance(c.get("filter"), dict) else {}),
+    }
     yield run(
         "INSERT INTO lg_checkpoints (project, namespace, thread_id, checkpoint_ns,"
         " checkpoint_id, parent_id, run_id, checkpoint, metadata, filter)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " VALUES (:project, :namespace, :thread_id, :checkpoint_ns, :checkpoint_id,"
+        " :parent_id, :run_id, :checkpoint, :metadata, :filter)"
         " ON CONFLICT (project, namespace, thread_id, checkpoint_ns, checkpoint_id) DO UPDATE"
         " SET parent_id = excluded.parent_id, run_id = excluded.run_id,"
         " checkpoint = excluded.checkpoint, metadata = excluded.metadata,"
         " filter = excluded.filter",
-        project,
-        namespace,
-        *values,
+        project=project,
+        namespace=namespace,
+        **values,
     )
     return None
 
@@ -81,13 +70,13 @@ def put_writes(
 ) -> Operation:
     """Store ``[idx, channel, value]`` writes: a special write (idx < 0) replaces, others
     are kept as first stored."""
-    where = (
-        project,
-        namespace,
-        _text(thread_id, "thread_id"),
-        _text(checkpoint_ns, "checkpoint_ns", empty=True),
-        _text(checkpoint_id, "checkpoint_id"),
-    )
+    where = {
+        "project": project,
+        "namespace": namespace,
+        "thread_id": _text(thread_id, "thread_id"),
+        "checkpoint_ns": _text(checkpoint_ns, "checkpoint_ns", empty=True),
+        "checkpoint_id": _text(checkpoint_id, "checkpoint_id"),
+    }
     if not isinstance(writes, list) or not all(
         isinstance(w, list) and len(w) == 3 and _bigint(w[0]) and isinstance(w[1], str)
         for w in writes
@@ -102,15 +91,16 @@ def put_writes(
         )
         yield run(
             "INSERT INTO lg_writes (project, namespace, thread_id, checkpoint_ns, checkpoint_id,"
-            " task_id, idx, channel, task_path, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (project, namespace, thread_id, checkpoint_ns, checkpoint_id,"
-            f" task_id, idx) {conflict}",
-            *where,
-            _text(task_id, "task_id"),
-            idx,
-            channel,
-            _text(task_path, "task_path", empty=True),
-            json_text(value),
+            " task_id, idx, channel, task_path, value) VALUES (:project, :namespace,"
+            " :thread_id, :checkpoint_ns, :checkpoint_id, :task_id, :idx, :channel,"
+            " :task_path, :value) ON CONFLICT (project, namespace, thread_id, checkpoint_ns,"
+            f" checkpoint_id, task_id, idx) {conflict}",
+            **where,
+            task_id=_text(task_id, "task_id"),
+            idx=idx,
+            channel=channel,
+            task_path=_text(task_path, "task_path", empty=True),
+            value=json_text(value),
         )
     return None
 
@@ -121,11 +111,11 @@ def _tuples(project: str, namespace: str, found: list[tuple[Any, ...]]) -> Opera
     for thread_id, checkpoint_ns, checkpoint_id, parent_id, checkpoint, metadata in found:
         writes = yield rows(
             f"SELECT task_id, idx, channel, task_path, value FROM lg_writes WHERE {CHECKPOINT}",
-            project,
-            namespace,
-            thread_id,
-            checkpoint_ns,
-            checkpoint_id,
+            project=project,
+            namespace=namespace,
+            thread_id=thread_id,
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=checkpoint_id,
         )
         result.append(
             {
@@ -145,23 +135,23 @@ def get(
     project: str, namespace: str, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
 ) -> Operation:
     """One checkpoint, or the thread's latest in ``checkpoint_ns``; ``None`` if none."""
-    where = (
-        project,
-        namespace,
-        _text(thread_id, "thread_id"),
-        _text(checkpoint_ns, "checkpoint_ns", empty=True),
-    )
+    where = {
+        "project": project,
+        "namespace": namespace,
+        "thread_id": _text(thread_id, "thread_id"),
+        "checkpoint_ns": _text(checkpoint_ns, "checkpoint_ns", empty=True),
+    }
     if checkpoint_id is None:
         found = yield rows(
-            f"SELECT {COLUMNS} FROM lg_checkpoints WHERE {THREAD} AND checkpoint_ns = ?"
-            " ORDER BY checkpoint_id DESC LIMIT 1",
-            *where,
+            f"SELECT {COLUMNS} FROM lg_checkpoints WHERE {THREAD}"
+            " AND checkpoint_ns = :checkpoint_ns ORDER BY checkpoint_id DESC LIMIT 1",
+            **where,
         )
     else:
         found = yield rows(
             f"SELECT {COLUMNS} FROM lg_checkpoints WHERE {CHECKPOINT}",
-            *where,
-            _text(checkpoint_id, "checkpoint_id"),
+            **where,
+            checkpoint_id=_text(checkpoint_id, "checkpoint_id"),
         )
     listed = yield from _tuples(project, namespace, found)
     return listed[0] if listed else None
@@ -184,18 +174,19 @@ def list_checkpoints(
     limit: int | None = None,
 ) -> Operation:
     """Checkpoints newest first, by thread, namespace, id, ``before`` an id, metadata."""
-    clauses, params = ["project = ?", "namespace = ?"], [project, namespace]
+    clauses = ["project = :project", "namespace = :namespace"]
+    params = {"project": project, "namespace": namespace}
     for column, value in (
         ("thread_id", thread_id),
         ("checkpoint_ns", checkpoint_ns),
         ("checkpoint_id", checkpoint_id),
     ):
         if value is not None:
-            clauses.append(f"{column} = ?")
-            params.append(_text(value, column, empty=True))
+            clauses.append(f"{column} = :{column}")
+            params[column] = _text(value, column, empty=True)
     if before is not None:
-        clauses.append("checkpoint_id < ?")
-        params.append(_text(before, "before"))
+        clauses.append("checkpoint_id < :before")
+        params["before"] = _text(before, "before")
     if filter is not None and not isinstance(filter, dict):
         raise bad_request("filter is an object.")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
@@ -203,7 +194,7 @@ def list_checkpoints(
     found = yield rows(
         f"SELECT {COLUMNS}, filter FROM lg_checkpoints WHERE {' AND '.join(clauses)}"
         " ORDER BY thread_id, checkpoint_ns, checkpoint_id DESC",
-        *params,
+        **params,
     )
     kept = [row[:6] for row in found if not filter or _matches(json.loads(row[6]), filter)]
     if limit is not None:
@@ -212,9 +203,9 @@ def list_checkpoints(
 
 
 def delete_thread(project: str, namespace: str, thread_id: str) -> Operation:
-    where = (project, namespace, _text(thread_id, "thread_id"))
-    yield run(f"DELETE FROM lg_writes WHERE {THREAD}", *where)
-    yield run(f"DELETE FROM lg_checkpoints WHERE {THREAD}", *where)
+    where = {"project": project, "namespace": namespace, "thread_id": _text(thread_id, "thread_id")}
+    yield run(f"DELETE FROM lg_writes WHERE {THREAD}", **where)
+    yield run(f"DELETE FROM lg_checkpoints WHERE {THREAD}", **where)
     return None
 
 
@@ -229,16 +220,21 @@ def delete_for_runs(project: str, namespace: str, run_ids: list[str]) -> Operati
     for run_id in _strings(run_ids, "run_ids"):
         found = yield rows(
             "SELECT thread_id, checkpoint_ns, checkpoint_id FROM lg_checkpoints"
-            " WHERE project = ? AND namespace = ? AND run_id = ?",
-            project,
-            namespace,
-            run_id,
+            " WHERE project = :project AND namespace = :namespace AND run_id = :run_id",
+            project=project,
+            namespace=namespace,
+            run_id=run_id,
         )
-        for checkpoint in found:
-            yield run(f"DELETE FROM lg_writes WHERE {CHECKPOINT}", project, namespace, *checkpoint)
-            yield run(
-                f"DELETE FROM lg_checkpoints WHERE {CHECKPOINT}", project, namespace, *checkpoint
-            )
+        for thread_id, checkpoint_ns, checkpoint_id in found:
+            checkpoint = {
+                "project": project,
+                "namespace": namespace,
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint_id,
+            }
+            yield run(f"DELETE FROM lg_writes WHERE {CHECKPOINT}", **checkpoint)
+            yield run(f"DELETE FROM lg_checkpoints WHERE {CHECKPOINT}", **checkpoint)
     return None
 
 
@@ -249,22 +245,22 @@ def copy_thread(project: str, namespace: str, source: str, target: str) -> Opera
     yield run(
         "INSERT INTO lg_checkpoints (project, namespace, thread_id, checkpoint_ns,"
         " checkpoint_id, parent_id, run_id, checkpoint, metadata, filter)"
-        " SELECT project, namespace, ?, checkpoint_ns, checkpoint_id, parent_id, run_id,"
+        " SELECT project, namespace, :target, checkpoint_ns, checkpoint_id, parent_id, run_id,"
         f" checkpoint, metadata, filter FROM lg_checkpoints WHERE {THREAD}",
-        target,
-        project,
-        namespace,
-        source,
+        target=target,
+        project=project,
+        namespace=namespace,
+        thread_id=source,
     )
     yield run(
         "INSERT INTO lg_writes (project, namespace, thread_id, checkpoint_ns, checkpoint_id,"
         " task_id, idx, channel, task_path, value)"
-        " SELECT project, namespace, ?, checkpoint_ns, checkpoint_id, task_id, idx, channel,"
-        f" task_path, value FROM lg_writes WHERE {THREAD}",
-        target,
-        project,
-        namespace,
-        source,
+        " SELECT project, namespace, :target, checkpoint_ns, checkpoint_id, task_id, idx,"
+        f" channel, task_path, value FROM lg_writes WHERE {THREAD}",
+        target=target,
+        project=project,
+        namespace=namespace,
+        thread_id=source,
     )
     return None
 
@@ -277,18 +273,18 @@ def prune(project: str, namespace: str, thread_ids: list[str], strategy: str) ->
         if strategy == "delete":
             yield from delete_thread(project, namespace, thread_id)
             continue
-        where = (project, namespace, thread_id)
+        where = {"project": project, "namespace": namespace, "thread_id": thread_id}
         found = yield rows(
             "SELECT checkpoint_ns, checkpoint_id FROM lg_checkpoints"
             f" WHERE {THREAD} ORDER BY checkpoint_ns, checkpoint_id DESC",
-            *where,
+            **where,
         )
         latest: set[str] = set()
         for checkpoint_ns, checkpoint_id in found:
             if checkpoint_ns not in latest:
                 latest.add(checkpoint_ns)
                 continue
-            checkpoint = (*where, checkpoint_ns, checkpoint_id)
-            yield run(f"DELETE FROM lg_writes WHERE {CHECKPOINT}", *checkpoint)
-            yield run(f"DELETE FROM lg_checkpoints WHERE {CHECKPOINT}", *checkpoint)
+            checkpoint = {**where, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}
+            yield run(f"DELETE FROM lg_writes WHERE {CHECKPOINT}", **checkpoint)
+            yield run(f"DELETE FROM lg_checkpoints WHERE {CHECKPOINT}", **checkpoint)
     return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ids import new_id
+from ..sql import Operation, in_list, rows, run
 from .cursors import Cursors, MessagePosition
 from .errors import bad_request, conflict, not_found
 from .models import Message, NewMessage, Page
@@ -13,14 +14,11 @@ from .operations import later, touch
 from .sql import (
     MAX_BATCH,
     MESSAGE_COLUMNS,
-    Operation,
     check_id,
     check_label,
     check_metadata,
     json_text,
     message_of,
-    rows,
-    run,
 )
 
 
@@ -42,36 +40,37 @@ def append_messages(
         check_metadata(message.metadata, f"messages[{n}].metadata")
         for n, message in enumerate(batch)
     ]
+    marks, id_params = in_list("id", ids)
     stored = yield rows(
-        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = ?"
-        f" AND id IN ({', '.join('?' for _ in ids)})",
-        project,
-        *ids,
+        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = :project"
+        f" AND id IN ({marks})",
+        project=project,
+        **id_params,
     )
     if stored:
         return _replayed(conversation_id, batch, ids, metadata, [message_of(row) for row in stored])
     created = yield run(
         "INSERT INTO agent_conversations (project, id, metadata, created_at, updated_at,"
-        " next_seq) VALUES (?, ?, '{}', ?, ?, 1) ON CONFLICT DO NOTHING",
-        project,
-        conversation_id,
-        now,
-        now,
+        " next_seq) VALUES (:project, :id, '{}', :now, :now, 1) ON CONFLICT DO NOTHING",
+        project=project,
+        id=conversation_id,
+        now=now,
     )
     # The counter's update takes the row lock; what it returns of updated_at is as it was.
     counter = yield rows(
-        "UPDATE agent_conversations SET next_seq = next_seq + ?"
-        " WHERE project = ? AND id = ? RETURNING next_seq, updated_at",
-        len(batch),
-        project,
-        conversation_id,
+        "UPDATE agent_conversations SET next_seq = next_seq + :count"
+        " WHERE project = :project AND id = :id RETURNING next_seq, updated_at",
+        count=len(batch),
+        project=project,
+        id=conversation_id,
     )
     if not created:
         yield run(
-            "UPDATE agent_conversations SET updated_at = ? WHERE project = ? AND id = ?",
-            later(now, float(counter[0][1])),
-            project,
-            conversation_id,
+            "UPDATE agent_conversations SET updated_at = :updated_at"
+            " WHERE project = :project AND id = :id",
+            updated_at=later(now, float(counter[0][1])),
+            project=project,
+            id=conversation_id,
         )
     first = int(counter[0][0]) - len(batch)
     appended = [
@@ -82,17 +81,17 @@ def append_messages(
     for message in appended:
         yield run(
             f"INSERT INTO agent_messages (project, {MESSAGE_COLUMNS})"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            project,
-            message.message_id,
-            conversation_id,
-            message.seq,
-            message.role,
-            message.type,
-            json_text(message.payload),
-            json_text(message.metadata),
-            now,
-            now,
+            " VALUES (:project, :id, :conversation_id, :seq, :role, :type, :payload, :metadata,"
+            " :now, :now)",
+            project=project,
+            id=message.message_id,
+            conversation_id=conversation_id,
+            seq=message.seq,
+            role=message.role,
+            type=message.type,
+            payload=json_text(message.payload),
+            metadata=json_text(message.metadata),
+            now=now,
         )
     return appended
 
@@ -121,9 +120,9 @@ def _replayed(
 def get_message(project: str, message_id: str) -> Operation:
     check_id(message_id, "messageId")
     found = yield rows(
-        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = ? AND id = ?",
-        project,
-        message_id,
+        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = :project AND id = :id",
+        project=project,
+        id=message_id,
     )
     return message_of(found[0]) if found else None
 
@@ -144,9 +143,9 @@ def list_messages(
     scope = ["messages", project, conversation_id, order]
     if cursor is None:
         top = yield rows(
-            "SELECT next_seq FROM agent_conversations WHERE project = ? AND id = ?",
-            project,
-            conversation_id,
+            "SELECT next_seq FROM agent_conversations WHERE project = :project AND id = :id",
+            project=project,
+            id=conversation_id,
         )
         if not top:
             return Page([], None)
@@ -157,14 +156,14 @@ def list_messages(
         upper, after = position.u, position.a
     compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
     found = yield rows(
-        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = ?"
-        f" AND conversation_id = ? AND seq {compare} ? AND seq <= ?"
-        f" ORDER BY seq {direction} LIMIT ?",
-        project,
-        conversation_id,
-        after,
-        upper,
-        limit + 1,
+        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = :project"
+        f" AND conversation_id = :conversation_id AND seq {compare} :after AND seq <= :upper"
+        f" ORDER BY seq {direction} LIMIT :limit",
+        project=project,
+        conversation_id=conversation_id,
+        after=after,
+        upper=upper,
+        limit=limit + 1,
     )
     items = [message_of(row) for row in found[:limit]]
     more = len(found) > limit
@@ -196,20 +195,25 @@ def update_message(project: str, message_id: str, fields: dict[str, Any], now: f
         raise not_found(f"Message '{message_id}'")
     values = {key: json_text(value) if key in ("payload", "metadata") else value
               for key, value in given.items()}  # fmt: skip
-    assignments = ", ".join(f"{key} = ?" for key in values)
+    assignments = ", ".join(f"{key} = :{key}" for key in values)
     yield run(
-        f"UPDATE agent_messages SET {assignments}, updated_at = ? WHERE project = ? AND id = ?",
-        *values.values(),
-        now,
-        project,
-        message_id,
+        f"UPDATE agent_messages SET {assignments}, updated_at = :now"
+        " WHERE project = :project AND id = :id",
+        **values,
+        now=now,
+        project=project,
+        id=message_id,
     )
     return (yield from get_message(project, message_id))
 
 
 def delete_message(project: str, message_id: str) -> Operation:
     check_id(message_id, "messageId")
-    yield run("DELETE FROM agent_messages WHERE project = ? AND id = ?", project, message_id)
+    yield run(
+        "DELETE FROM agent_messages WHERE project = :project AND id = :id",
+        project=project,
+        id=message_id,
+    )
     return None
 
 
@@ -221,10 +225,10 @@ def pop_message(project: str, conversation_id: str, now: float) -> Operation:
     if touched is None:
         return None
     found = yield rows(
-        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = ?"
-        " AND conversation_id = ? ORDER BY seq DESC LIMIT 1",
-        project,
-        conversation_id,
+        f"SELECT {MESSAGE_COLUMNS} FROM agent_messages WHERE project = :project"
+        " AND conversation_id = :conversation_id ORDER BY seq DESC LIMIT 1",
+        project=project,
+        conversation_id=conversation_id,
     )
     if not found:
         return None
@@ -236,9 +240,10 @@ def pop_message(project: str, conversation_id: str, now: float) -> Operation:
 def clear_messages(project: str, conversation_id: str, now: float) -> Operation:
     check_id(conversation_id, "conversationId")
     deleted = yield run(
-        "DELETE FROM agent_messages WHERE project = ? AND conversation_id = ?",
-        project,
-        conversation_id,
+        "DELETE FROM agent_messages"
+        " WHERE project = :project AND conversation_id = :conversation_id",
+        project=project,
+        conversation_id=conversation_id,
     )
     if deleted:
         yield from touch(project, conversation_id, now)

@@ -7,18 +7,11 @@ import json
 from typing import Any
 
 from ..ids import new_id
+from ..sql import BYTEWISE, Operation, rows, run
 from .cursors import ConversationPosition, Cursors
 from .errors import bad_request, conflict, not_found
 from .models import Conversation, Page
-from .sql import (
-    BYTEWISE,
-    Operation,
-    check_id,
-    check_metadata,
-    json_text,
-    rows,
-    run,
-)
+from .sql import check_id, check_metadata, json_text
 
 # -- conversations ---------------------------------------------------------------------
 
@@ -29,9 +22,10 @@ def get_conversation(project: str, conversation_id: str) -> Operation:
         "SELECT c.metadata, c.created_at, c.updated_at, count(m.id), max(m.created_at)"
         " FROM agent_conversations c LEFT JOIN agent_messages m"
         " ON m.project = c.project AND m.conversation_id = c.id"
-        " WHERE c.project = ? AND c.id = ? GROUP BY c.metadata, c.created_at, c.updated_at",
-        project,
-        conversation_id,
+        " WHERE c.project = :project AND c.id = :id"
+        " GROUP BY c.metadata, c.created_at, c.updated_at",
+        project=project,
+        id=conversation_id,
     )
     if not found:
         return None
@@ -50,12 +44,11 @@ def create_conversation(
     )
     inserted = yield run(
         "INSERT INTO agent_conversations (project, id, metadata, created_at, updated_at,"
-        " next_seq) VALUES (?, ?, ?, ?, ?, 1) ON CONFLICT DO NOTHING",
-        project,
-        conversation_id,
-        json_text(check_metadata(metadata)),
-        now,
-        now,
+        " next_seq) VALUES (:project, :id, :metadata, :now, :now, 1) ON CONFLICT DO NOTHING",
+        project=project,
+        id=conversation_id,
+        metadata=json_text(check_metadata(metadata)),
+        now=now,
     )
     if inserted == 0:
         raise conflict(f"Conversation '{conversation_id}' already exists.")
@@ -68,19 +61,22 @@ def list_conversations(project: str, limit: int, cursor: str | None, cursors: Cu
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 100:
         raise bad_request("Invalid 'limit': an integer from 1 to 100.", "limit")
     scope = ["conversations", project]
-    where, params = "c.project = ?", list[Any]([project])
+    where, params = "c.project = :project", dict[str, Any](project=project)
     if cursor is not None:
         position = cursors.open(scope, cursor, ConversationPosition)
-        where += f" AND (c.updated_at < ? OR (c.updated_at = ? AND c.id {BYTEWISE} < ?))"
-        params += [position.t, position.t, position.i]
+        where += (
+            " AND (c.updated_at < :updated_at"
+            f" OR (c.updated_at = :updated_at AND c.id {BYTEWISE} < :id))"
+        )
+        params.update(updated_at=position.t, id=position.i)
     found = yield rows(
         "SELECT c.id, c.metadata, c.created_at, c.updated_at, count(m.id), max(m.created_at)"
         " FROM agent_conversations c LEFT JOIN agent_messages m"
         " ON m.project = c.project AND m.conversation_id = c.id"
         f" WHERE {where} GROUP BY c.id, c.metadata, c.created_at, c.updated_at"
-        f" ORDER BY c.updated_at DESC, c.id {BYTEWISE} DESC LIMIT ?",
-        *params,
-        limit + 1,
+        f" ORDER BY c.updated_at DESC, c.id {BYTEWISE} DESC LIMIT :limit",
+        **params,
+        limit=limit + 1,
     )
     items = [
         Conversation(row[0], json.loads(row[1]), float(row[2]), float(row[3]), int(row[4]),
@@ -110,11 +106,12 @@ def update_conversation(project: str, conversation_id: str, patch: Any, now: flo
         else:
             merged[key] = value
     yield run(
-        "UPDATE agent_conversations SET metadata = ?, updated_at = ? WHERE project = ? AND id = ?",
-        json_text(merged),
-        later(now, current.updated_at),
-        project,
-        conversation_id,
+        "UPDATE agent_conversations SET metadata = :metadata, updated_at = :updated_at"
+        " WHERE project = :project AND id = :id",
+        metadata=json_text(merged),
+        updated_at=later(now, current.updated_at),
+        project=project,
+        id=conversation_id,
     )
     return (yield from get_conversation(project, conversation_id))
 
@@ -129,19 +126,20 @@ def touch(project: str, conversation_id: str, now: float) -> Operation:
     """Mark a conversation changed; ``None`` if there is none, else its ``updated_at``."""
     # Setting a column to itself first takes the row lock: concurrent writers take turns.
     found = yield rows(
-        "UPDATE agent_conversations SET updated_at = updated_at WHERE project = ? AND id = ?"
-        " RETURNING updated_at",
-        project,
-        conversation_id,
+        "UPDATE agent_conversations SET updated_at = updated_at"
+        " WHERE project = :project AND id = :id RETURNING updated_at",
+        project=project,
+        id=conversation_id,
     )
     if not found:
         return None
     changed = later(now, float(found[0][0]))
     yield run(
-        "UPDATE agent_conversations SET updated_at = ? WHERE project = ? AND id = ?",
-        changed,
-        project,
-        conversation_id,
+        "UPDATE agent_conversations SET updated_at = :updated_at"
+        " WHERE project = :project AND id = :id",
+        updated_at=changed,
+        project=project,
+        id=conversation_id,
     )
     return changed
 
@@ -155,6 +153,8 @@ def delete_conversation(project: str, conversation_id: str) -> Operation:
         ("agent_conversations", "id"),
     ):
         yield run(
-            f"DELETE FROM {table} WHERE project = ? AND {column} = ?", project, conversation_id
+            f"DELETE FROM {table} WHERE project = :project AND {column} = :id",
+            project=project,
+            id=conversation_id,
         )
     return None

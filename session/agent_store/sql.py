@@ -1,24 +1,19 @@
 """What the agent Store's operations are made of, for SQLite and PostgreSQL alike.
 
-Each operation is a generator: it yields ``(sql, params, want_rows)`` statements (``?``
-placeholders, SQL both databases speak) and receives each one's rows or row count, so one
-body of logic runs under a synchronous driver (SQLite) and an asynchronous one (psycopg),
-always inside one transaction.
+Each operation is a generator of statements (see :mod:`session.sql`): named placeholders,
+SQL both databases speak, so one body of logic runs under a synchronous driver (SQLite) and
+an asynchronous one (psycopg), always inside one transaction.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Generator
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from .errors import bad_request
 from .models import Message
-
-Statement = tuple[str, tuple[Any, ...], bool]
-Operation = Generator[Statement, Any, Any]
 
 MAX_ID_BYTES = 256
 # A framework adapter's key string: with the others of its row, one PostgreSQL index entry
@@ -28,51 +23,7 @@ MAX_BATCH = 100
 BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
 Int64 = Annotated[int, Field(ge=BIGINT_MIN, le=BIGINT_MAX)]
 """An integer a ``BIGINT`` column holds (an argument's type, checked before use)."""
-# Compares text bytewise; PostgreSQL spells it "C" (see :func:`for_postgres`).
-BYTEWISE = "COLLATE BINARY"
 MESSAGE_COLUMNS = "id, conversation_id, seq, role, type, payload, metadata, created_at, updated_at"
-
-# ``{real}`` is the column type of a timestamp: REAL in SQLite, DOUBLE PRECISION in PostgreSQL.
-SCHEMA = [
-    """CREATE TABLE agent_conversations (
-        project TEXT NOT NULL, id TEXT NOT NULL, metadata TEXT NOT NULL,
-        created_at {real} NOT NULL, updated_at {real} NOT NULL, next_seq BIGINT NOT NULL,
-        PRIMARY KEY (project, id))""",
-    "CREATE INDEX agent_conversations_recent ON agent_conversations (project, updated_at, id)",
-    """CREATE TABLE agent_messages (
-        project TEXT NOT NULL, id TEXT NOT NULL, conversation_id TEXT NOT NULL,
-        seq BIGINT NOT NULL, role TEXT, type TEXT, payload TEXT NOT NULL,
-        metadata TEXT NOT NULL, created_at {real} NOT NULL, updated_at {real} NOT NULL,
-        PRIMARY KEY (project, id))""",
-    "CREATE UNIQUE INDEX agent_messages_order ON agent_messages (project, conversation_id, seq)",
-    """CREATE TABLE agent_state (
-        project TEXT NOT NULL, conversation_id TEXT NOT NULL, key TEXT NOT NULL,
-        value TEXT NOT NULL, PRIMARY KEY (project, conversation_id, key))""",
-    """CREATE TABLE agent_bindings (
-        project TEXT NOT NULL, conversation_id TEXT NOT NULL, session_id TEXT NOT NULL,
-        PRIMARY KEY (project, conversation_id))""",
-]
-
-
-def ddl(statement: str, *, postgres: bool) -> str:
-    """A schema statement for one database: ``{real}`` is a timestamp's type, ``{text}`` text
-    that sorts bytewise."""
-    if postgres:
-        return statement.format(real="DOUBLE PRECISION", text='TEXT COLLATE "C"')
-    return statement.format(real="REAL", text="TEXT")
-
-
-def for_postgres(sql: str) -> str:
-    """A statement in PostgreSQL's spelling: ``%s`` placeholders, its bytewise collation."""
-    return sql.replace("?", "%s").replace(BYTEWISE, 'COLLATE "C"')
-
-
-def rows(sql: str, *params: Any) -> Statement:
-    return sql, params, True
-
-
-def run(sql: str, *params: Any) -> Statement:
-    return sql, params, False
 
 
 def json_text(value: Any) -> str:

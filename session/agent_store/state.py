@@ -6,38 +6,41 @@ import json
 import uuid
 from typing import Any
 
-from .sql import Operation, check_id, json_text, rows, run
+from ..sql import Operation, rows, run
+from .sql import check_id, json_text
+
+_WHERE = "project = :project AND conversation_id = :conversation_id AND key = :key"
 
 
-def _where(project: str, conversation_id: str, key: str) -> tuple[str, str, str]:
-    return project, check_id(conversation_id, "conversationId"), check_id(key, "key")
+def _where(project: str, conversation_id: str, key: str) -> dict[str, str]:
+    return {
+        "project": project,
+        "conversation_id": check_id(conversation_id, "conversationId"),
+        "key": check_id(key, "key"),
+    }
 
 
 def state_get(project: str, conversation_id: str, key: str) -> Operation:
     where = _where(project, conversation_id, key)
-    found = yield rows(
-        "SELECT value FROM agent_state WHERE project = ? AND conversation_id = ? AND key = ?",
-        *where,
-    )
+    found = yield rows(f"SELECT value FROM agent_state WHERE {_WHERE}", **where)
     return json.loads(found[0][0]) if found else None
 
 
 def state_set(project: str, conversation_id: str, key: str, value: Any) -> Operation:
     where = _where(project, conversation_id, key)
     yield run(
-        "INSERT INTO agent_state (project, conversation_id, key, value) VALUES (?, ?, ?, ?)"
+        "INSERT INTO agent_state (project, conversation_id, key, value)"
+        " VALUES (:project, :conversation_id, :key, :value)"
         " ON CONFLICT (project, conversation_id, key) DO UPDATE SET value = excluded.value",
-        *where,
-        json_text(value),
+        **where,
+        value=json_text(value),
     )
     return None
 
 
 def state_delete(project: str, conversation_id: str, key: str) -> Operation:
     where = _where(project, conversation_id, key)
-    yield run(
-        "DELETE FROM agent_state WHERE project = ? AND conversation_id = ? AND key = ?", *where
-    )
+    yield run(f"DELETE FROM agent_state WHERE {_WHERE}", **where)
     return None
 
 
@@ -49,15 +52,16 @@ def session_binding(project: str, conversation_id: str) -> Operation:
     except ValueError:
         pass
     yield run(
-        "INSERT INTO agent_bindings (project, conversation_id, session_id) VALUES (?, ?, ?)"
-        " ON CONFLICT DO NOTHING",
-        project,
-        conversation_id,
-        str(uuid.uuid4()),
+        "INSERT INTO agent_bindings (project, conversation_id, session_id)"
+        " VALUES (:project, :conversation_id, :session_id) ON CONFLICT DO NOTHING",
+        project=project,
+        conversation_id=conversation_id,
+        session_id=str(uuid.uuid4()),
     )
     found = yield rows(
-        "SELECT session_id FROM agent_bindings WHERE project = ? AND conversation_id = ?",
-        project,
-        conversation_id,
+        "SELECT session_id FROM agent_bindings"
+        " WHERE project = :project AND conversation_id = :conversation_id",
+        project=project,
+        conversation_id=conversation_id,
     )
     return str(found[0][0])

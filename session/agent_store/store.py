@@ -10,15 +10,15 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
 from ..errors import SessionError, StoreUnavailable
-from . import calls, sql, state
+from ..sql import Operation, drive
+from . import calls, state
 from . import messages as message_ops
 from . import operations as ops
 from .cursors import CursorKey, Cursors
 from .errors import StoreError
 from .models import Conversation, Message, NewMessage, Page
-from .sql import for_postgres
 
-OperationFactory = Callable[[], sql.Operation]
+OperationFactory = Callable[[], Operation]
 
 
 def store_time() -> float:
@@ -33,36 +33,11 @@ class Runner(Protocol):
     async def __call__(self, operation: OperationFactory, *, write: bool) -> Any: ...
 
 
-def drive(conn: sqlite3.Connection, operation: sql.Operation) -> Any:
-    """Run ``operation`` on a SQLite connection (the caller holds the transaction)."""
-    try:
-        statement = next(operation)
-        while True:
-            sql, params, want_rows = statement
-            cursor = conn.execute(sql, params)
-            statement = operation.send(cursor.fetchall() if want_rows else cursor.rowcount)
-    except StopIteration as done:
-        return done.value
-
-
-async def drive_async(conn: Any, operation: sql.Operation) -> Any:
-    """Run ``operation`` on a psycopg connection (the caller holds the transaction)."""
-    try:
-        statement = next(operation)
-        while True:
-            sql, params, want_rows = statement
-            cursor = await conn.execute(for_postgres(sql), params)
-            result = await cursor.fetchall() if want_rows else cursor.rowcount
-            statement = operation.send(result)
-    except StopIteration as done:
-        return done.value
-
-
 class SQLiteRunner:
     """Runs on a SQLite store's connections: writes under its write lock."""
 
     def __init__(self, db: Any) -> None:
-        self._db = db  # session.sqlite_connections.SQLiteConnections
+        self._db = db  # session.sqlite.connections.SQLiteConnections
 
     async def __call__(self, operation: OperationFactory, *, write: bool) -> Any:
         def call(conn: sqlite3.Connection) -> Any:
@@ -72,12 +47,13 @@ class SQLiteRunner:
 
 
 class MemoryRunner:
-    """An in-memory SQLite database for the memory backend; calls never await."""
+    """An in-memory SQLite database for the memory backend; calls never await.
 
-    def __init__(self) -> None:
+    ``create_schema`` makes its tables (the memory backend gives it the SQLite file's)."""
+
+    def __init__(self, create_schema: Callable[[sqlite3.Connection], object]) -> None:
         self._conn = sqlite3.connect(":memory:", isolation_level=None)
-        for statement in [*sql.SCHEMA, *calls.SCHEMA]:
-            self._conn.execute(sql.ddl(statement, postgres=False))
+        create_schema(self._conn)
 
     async def __call__(self, operation: OperationFactory, *, write: bool) -> Any:
         self._conn.execute("BEGIN")

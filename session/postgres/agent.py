@@ -7,7 +7,7 @@ from typing import Any
 
 import psycopg
 
-from .agent_store.store import OperationFactory
+from ..agent_store.store import OperationFactory
 
 ATTEMPTS = 3
 

@@ -23,10 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-import sqlite_utils
-
-from .errors import StoreUnavailable
-from .sqlite_schema import migrate
+from ..errors import StoreUnavailable
+from .schema import migrate
 
 T = TypeVar("T")
 
@@ -81,7 +79,7 @@ class SQLiteConnections:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_ms = int(busy_timeout_ms)
         self.writer = _connect(str(path), self._busy_timeout_ms, wal=True)
-        self.schema_version = migrate(sqlite_utils.Database(self.writer, execute_plugins=False))
+        self.schema_version = migrate(self.writer)
         self.writer.execute("PRAGMA busy_timeout = 0")
         self.writer.execute("PRAGMA wal_autocheckpoint = 0")
         self.reader = _connect(str(path), self._busy_timeout_ms, wal=False)

@@ -7,7 +7,7 @@ import functools
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from .errors import StoreUnavailable
+from ..errors import StoreUnavailable
 
 
 class HasDeadline(Protocol):

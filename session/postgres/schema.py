@@ -1,14 +1,13 @@
-"""The PostgreSQL schema, created and migrated step by step; safe when instances race."""
+"""The PostgreSQL schema: frozen DDL per version, applied in order; safe when instances race.
+
+A version, once released, is never edited: a change to the schema is a new version.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from psycopg import AsyncConnection
-
-from .agent_store.calls import SCHEMA as ADAPTER_SCHEMA
-from .agent_store.sql import SCHEMA as AGENT_SCHEMA
-from .agent_store.sql import ddl
 
 # Arbitrary constant naming the advisory lock that serialises migrations across instances.
 MIGRATION_LOCK = 0x6A7E_5E55
@@ -91,8 +90,62 @@ MIGRATIONS: list[str] = [
     CREATE INDEX response_events_created ON response_events (created_at);
     """,
     "CREATE TABLE gateway_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    ";\n".join(ddl(statement, postgres=True) for statement in AGENT_SCHEMA),
-    ";\n".join(ddl(statement, postgres=True) for statement in ADAPTER_SCHEMA),
+    # The agent Store.
+    """
+    CREATE TABLE agent_conversations (
+        project TEXT NOT NULL, id TEXT NOT NULL, metadata TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+        next_seq BIGINT NOT NULL,
+        PRIMARY KEY (project, id));
+    CREATE INDEX agent_conversations_recent ON agent_conversations (project, updated_at, id);
+    CREATE TABLE agent_messages (
+        project TEXT NOT NULL, id TEXT NOT NULL, conversation_id TEXT NOT NULL,
+        seq BIGINT NOT NULL, role TEXT, type TEXT, payload TEXT NOT NULL,
+        metadata TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (project, id));
+    CREATE UNIQUE INDEX agent_messages_order ON agent_messages (project, conversation_id, seq);
+    CREATE TABLE agent_state (
+        project TEXT NOT NULL, conversation_id TEXT NOT NULL, key TEXT NOT NULL,
+        value TEXT NOT NULL, PRIMARY KEY (project, conversation_id, key));
+    CREATE TABLE agent_bindings (
+        project TEXT NOT NULL, conversation_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        PRIMARY KEY (project, conversation_id))
+    """,
+    # The framework adapters; checkpoint ids and item paths sort bytewise.
+    """
+    CREATE TABLE claude_transcripts (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, project_key TEXT NOT NULL,
+        session_id TEXT NOT NULL, subpath TEXT NOT NULL, next_seq BIGINT NOT NULL,
+        mtime BIGINT NOT NULL, summary TEXT, summary_mtime BIGINT,
+        summary_version BIGINT NOT NULL, summary_seq BIGINT NOT NULL,
+        PRIMARY KEY (project, namespace, project_key, session_id, subpath));
+    CREATE TABLE claude_entries (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, project_key TEXT NOT NULL,
+        session_id TEXT NOT NULL, subpath TEXT NOT NULL, seq BIGINT NOT NULL, uuid TEXT,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (project, namespace, project_key, session_id, subpath, seq));
+    CREATE INDEX claude_entries_uuid
+        ON claude_entries (project, namespace, project_key, session_id, subpath, uuid);
+    CREATE TABLE lg_checkpoints (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, thread_id TEXT COLLATE "C" NOT NULL,
+        checkpoint_ns TEXT COLLATE "C" NOT NULL, checkpoint_id TEXT COLLATE "C" NOT NULL,
+        parent_id TEXT, run_id TEXT, checkpoint TEXT NOT NULL, metadata TEXT NOT NULL,
+        filter TEXT NOT NULL,
+        PRIMARY KEY (project, namespace, thread_id, checkpoint_ns, checkpoint_id));
+    CREATE INDEX lg_checkpoints_run ON lg_checkpoints (project, namespace, run_id);
+    CREATE TABLE lg_writes (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, thread_id TEXT NOT NULL,
+        checkpoint_ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL,
+        idx BIGINT NOT NULL, channel TEXT NOT NULL, task_path TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (project, namespace, thread_id, checkpoint_ns, checkpoint_id, task_id, idx));
+    CREATE TABLE lg_items (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, path TEXT COLLATE "C" NOT NULL,
+        key TEXT COLLATE "C" NOT NULL, value TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (project, namespace, path, key))
+    """,
     # Raised by every statement that deletes turns, whatever runs it: caches of turns check it.
     """
     CREATE TABLE deletions (id INTEGER PRIMARY KEY CHECK (id = 1), generation BIGINT NOT NULL);
@@ -137,8 +190,9 @@ MIGRATIONS: list[str] = [
 ]
 
 
-async def migrate(conn: AsyncConnection[Any]) -> int:
-    """Apply the migrations this database has not seen; return the resulting version.
+async def migrate(conn: AsyncConnection[Any], *, up_to: int | None = None) -> int:
+    """Apply the versions this database has not seen (to ``up_to``, else all); return the
+    version it is at.
 
     One transaction under an advisory lock: instances starting together wait for the
     first one, then find nothing left to do.
@@ -151,8 +205,9 @@ async def migrate(conn: AsyncConnection[Any]) -> int:
         version = int(row[0]) if row else 0
         if row is None:
             await conn.execute("INSERT INTO schema_version VALUES (0)")
-        for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
-            await conn.execute(step)
+        target = len(MIGRATIONS) if up_to is None else up_to
+        for number in range(version + 1, target + 1):
+            await conn.execute(MIGRATIONS[number - 1])
             await conn.execute("UPDATE schema_version SET version = %s", (number,))
             version = number
     return version

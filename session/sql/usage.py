@@ -1,0 +1,72 @@
+"""Token usage and retention, as operations."""
+
+from __future__ import annotations
+
+from ..usage import Pruned, UsageRecord, UsageRow, usage_row
+from .dialect import Dialect
+from .statement import Returning, rows, run
+
+
+def record_usage(record: UsageRecord) -> Returning[None]:
+    """Keep the tokens of an upstream call that no stored turn holds."""
+    input_tokens, output_tokens, cached_tokens, reasoning_tokens = record.tokens
+    yield run(
+        "INSERT INTO usage_records (project, model, created_at, input_tokens, output_tokens,"
+        " cached_tokens, reasoning_tokens) VALUES (:project, :model, :created_at,"
+        " :input_tokens, :output_tokens, :cached_tokens, :reasoning_tokens)",
+        project=record.project,
+        model=record.model,
+        created_at=record.created_at,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=cached_tokens,
+        reasoning_tokens=reasoning_tokens,
+    )
+
+
+def usage(dialect: Dialect, project: str | None, since: float) -> Returning[list[UsageRow]]:
+    """Totals by project and model of the turns and kept calls since ``since``."""
+    number = dialect.json_integer
+    scope = "created_at >= :since AND (CAST(:project AS TEXT) IS NULL OR project = :project)"
+    found = yield rows(
+        f"""
+        SELECT project, model, sum(n), sum(i), sum(o), sum(c), sum(r) FROM (
+            SELECT project, {dialect.json_text("request", "model")} AS model, 1 AS n,
+                   {number("response", "usage", "input_tokens")} AS i,
+                   {number("response", "usage", "output_tokens")} AS o,
+                   {number("response", "usage", "input_tokens_details", "cached_tokens")} AS c,
+                   {number("response", "usage", "output_tokens_details", "reasoning_tokens")} AS r
+            FROM responses WHERE {scope}
+            UNION ALL
+            SELECT project, model, 0, input_tokens, output_tokens, cached_tokens,
+                   reasoning_tokens
+            FROM usage_records WHERE {scope}
+        ) AS turns_and_ledger GROUP BY 1, 2 ORDER BY 1, 2
+        """,
+        since=since,
+        project=project,
+    )
+    return [usage_row(*row) for row in found]
+
+
+def prune(dialect: Dialect, before: float, limit: int) -> Returning[Pruned]:
+    """Delete up to ``limit`` turns and ``limit`` conversations last active before ``before``.
+
+    On PostgreSQL, rows another instance is deleting right now are skipped, not waited
+    for: each row is deleted, and counted, by one instance.
+    """
+    deleted = []
+    for table, column in (
+        ("responses", "created_at"),
+        ("conversations", "updated_at"),
+        ("usage_records", "created_at"),
+    ):
+        row = dialect.row_locator
+        count = yield run(
+            f"DELETE FROM {table} WHERE {row} IN (SELECT {row} FROM {table}"
+            f" WHERE {column} < :before LIMIT :limit{dialect.skip_locked})",
+            before=before,
+            limit=limit,
+        )
+        deleted.append(count)
+    return Pruned(deleted[0], deleted[1])

@@ -1,0 +1,203 @@
+"""The SQLite schema: frozen DDL per version, applied in order under ``PRAGMA user_version``.
+
+A version, once released, is never edited: a change to the schema is a new version.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+# Version 1 is written as sqlite-utils wrote it then, so that files made by it and fresh
+# files hold the same schema.
+_V1_RESPONSES = (
+    'CREATE TABLE "responses" (\n'
+    '   "project" TEXT NOT NULL,\n'
+    '   "id" TEXT NOT NULL,\n'
+    '   "previous_response_id" TEXT,\n'
+    '   "conversation_id" TEXT,\n'
+    '   "created_at" REAL NOT NULL,\n'
+    '   "completed_at" REAL,\n'
+    '   "status" TEXT NOT NULL,\n'
+    '   "request" TEXT NOT NULL,\n'
+    '   "response" TEXT NOT NULL,\n'
+    '   "metadata" TEXT NOT NULL,\n'
+    '   PRIMARY KEY ("project", "id")\n'
+    ")"
+)
+_V2_CONVERSATIONS = (
+    'CREATE TABLE "conversations" (\n'
+    '   "project" TEXT NOT NULL,\n'
+    '   "id" TEXT NOT NULL,\n'
+    '   "created_at" REAL NOT NULL,\n'
+    '   "metadata" TEXT NOT NULL,\n'
+    '   "next_seq" INTEGER NOT NULL,\n'
+    '   PRIMARY KEY ("project", "id")\n'
+    ")"
+)
+
+MIGRATIONS: list[tuple[str, ...]] = [
+    (  # 1: stored turns
+        _V1_RESPONSES,
+        'CREATE INDEX "idx_responses_project_previous_response_id"\n'
+        '    ON "responses" ("project", "previous_response_id")',
+        'CREATE INDEX "idx_responses_project_conversation_id"\n'
+        '    ON "responses" ("project", "conversation_id")',
+        'CREATE INDEX "idx_responses_project_created_at"\n'
+        '    ON "responses" ("project", "created_at")',
+    ),
+    (  # 2: conversations and their items
+        _V2_CONVERSATIONS,
+        """CREATE TABLE conversation_items (
+            project TEXT NOT NULL,
+            conversation_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            id TEXT NOT NULL,
+            item TEXT NOT NULL,
+            PRIMARY KEY (project, conversation_id, seq),
+            UNIQUE (project, conversation_id, id),
+            FOREIGN KEY (project, conversation_id)
+                REFERENCES conversations (project, id) ON DELETE CASCADE
+        )""",
+    ),
+    (  # 3: the sweep of turns left unfinished by a crash reads only these few rows
+        "CREATE INDEX responses_unfinished ON responses (created_at)"
+        " WHERE status IN ('in_progress', 'queued')",
+    ),
+    (  # 4: no query looks turns up by parent or by conversation; an index costs each insert
+        "DROP INDEX idx_responses_project_previous_response_id",
+        "DROP INDEX idx_responses_project_conversation_id",
+    ),
+    (  # 5: API keys; retention deletes by age across projects: its indexes lead with time
+        """CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            project TEXT NOT NULL,
+            name TEXT,
+            secret_hash TEXT NOT NULL UNIQUE,
+            created_at REAL NOT NULL,
+            revoked_at REAL,
+            requests_per_minute INTEGER
+        )""",
+        "DROP INDEX idx_responses_project_created_at",
+        "CREATE INDEX responses_created ON responses (created_at)",
+        "ALTER TABLE conversations ADD COLUMN updated_at REAL",
+        "UPDATE conversations SET updated_at = created_at",
+        "CREATE INDEX conversations_updated ON conversations (updated_at)",
+    ),
+    (  # 6: a streamed response's events, kept for clients that resume
+        """CREATE TABLE response_events (
+            project TEXT NOT NULL,
+            response_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            event TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (project, response_id, seq)
+        ) WITHOUT ROWID
+        """,
+        "CREATE INDEX response_events_created ON response_events (created_at)",
+    ),
+    ("CREATE TABLE gateway_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)",),  # 7
+    (  # 8: the agent Store
+        """CREATE TABLE agent_conversations (
+        project TEXT NOT NULL, id TEXT NOT NULL, metadata TEXT NOT NULL,
+        created_at REAL NOT NULL, updated_at REAL NOT NULL, next_seq BIGINT NOT NULL,
+        PRIMARY KEY (project, id))""",
+        "CREATE INDEX agent_conversations_recent ON agent_conversations (project, updated_at, id)",
+        """CREATE TABLE agent_messages (
+        project TEXT NOT NULL, id TEXT NOT NULL, conversation_id TEXT NOT NULL,
+        seq BIGINT NOT NULL, role TEXT, type TEXT, payload TEXT NOT NULL,
+        metadata TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+        PRIMARY KEY (project, id))""",
+        "CREATE UNIQUE INDEX agent_messages_order"
+        " ON agent_messages (project, conversation_id, seq)",
+        """CREATE TABLE agent_state (
+        project TEXT NOT NULL, conversation_id TEXT NOT NULL, key TEXT NOT NULL,
+        value TEXT NOT NULL, PRIMARY KEY (project, conversation_id, key))""",
+        """CREATE TABLE agent_bindings (
+        project TEXT NOT NULL, conversation_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        PRIMARY KEY (project, conversation_id))""",
+    ),
+    (  # 9: the framework adapters (Claude Agent SDK transcripts, LangGraph)
+        """CREATE TABLE claude_transcripts (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, project_key TEXT NOT NULL,
+        session_id TEXT NOT NULL, subpath TEXT NOT NULL, next_seq BIGINT NOT NULL,
+        mtime BIGINT NOT NULL, summary TEXT, summary_mtime BIGINT,
+        summary_version BIGINT NOT NULL, summary_seq BIGINT NOT NULL,
+        PRIMARY KEY (project, namespace, project_key, session_id, subpath))""",
+        """CREATE TABLE claude_entries (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, project_key TEXT NOT NULL,
+        session_id TEXT NOT NULL, subpath TEXT NOT NULL, seq BIGINT NOT NULL, uuid TEXT,
+        entry TEXT NOT NULL,
+        PRIMARY KEY (project, namespace, project_key, session_id, subpath, seq))""",
+        """CREATE INDEX claude_entries_uuid
+        ON claude_entries (project, namespace, project_key, session_id, subpath, uuid)""",
+        """CREATE TABLE lg_checkpoints (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, thread_id TEXT NOT NULL,
+        checkpoint_ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, parent_id TEXT,
+        run_id TEXT, checkpoint TEXT NOT NULL, metadata TEXT NOT NULL, filter TEXT NOT NULL,
+        PRIMARY KEY (project, namespace, thread_id, checkpoint_ns, checkpoint_id))""",
+        "CREATE INDEX lg_checkpoints_run ON lg_checkpoints (project, namespace, run_id)",
+        """CREATE TABLE lg_writes (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, thread_id TEXT NOT NULL,
+        checkpoint_ns TEXT NOT NULL, checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL,
+        idx BIGINT NOT NULL, channel TEXT NOT NULL, task_path TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (project, namespace, thread_id, checkpoint_ns, checkpoint_id, task_id, idx))""",
+        """CREATE TABLE lg_items (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, path TEXT NOT NULL,
+        key TEXT NOT NULL, value TEXT NOT NULL, created_at REAL NOT NULL,
+        updated_at REAL NOT NULL, PRIMARY KEY (project, namespace, path, key))""",
+    ),
+    (  # 10: raised by every delete of a turn, whatever deletes it: caches of turns check it
+        "CREATE TABLE deletions"
+        " (id INTEGER PRIMARY KEY CHECK (id = 1), generation INTEGER NOT NULL)",
+        "INSERT INTO deletions VALUES (1, 0)",
+        "CREATE TRIGGER responses_deleted AFTER DELETE ON responses BEGIN "
+        "UPDATE deletions SET generation = generation + 1 WHERE id = 1; END",
+    ),
+    (  # 11: an unfinished turn names its instance; the instance proves it is alive in its row
+        "ALTER TABLE responses ADD COLUMN instance_id TEXT",
+        "CREATE INDEX responses_unfinished_instance ON responses (instance_id)"
+        " WHERE status IN ('in_progress', 'queued')",
+        "CREATE TABLE instances (id TEXT PRIMARY KEY, beat_at REAL NOT NULL)",
+    ),
+    (  # 12: the tokens of upstream calls that no stored turn holds (compactions' summaries)
+        """CREATE TABLE usage_records (
+            project TEXT NOT NULL,
+            model TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cached_tokens INTEGER NOT NULL,
+            reasoning_tokens INTEGER NOT NULL
+        )""",
+        "CREATE INDEX usage_records_created ON usage_records (created_at)",
+    ),
+    (  # 13: agent conversations list by the time they show (whole milliseconds), then by id
+        "UPDATE agent_conversations SET"
+        " created_at = CAST(created_at * 1000 AS INTEGER) / 1000.0,"
+        " updated_at = CAST(updated_at * 1000 AS INTEGER) / 1000.0",
+    ),
+]
+
+
+def migrate(conn: sqlite3.Connection, *, up_to: int | None = None) -> int:
+    """Apply the versions the file has not seen yet (to ``up_to``, else all); return the
+    version it is at.
+
+    The check and the steps share one ``BEGIN IMMEDIATE`` transaction, so processes
+    starting together on one file migrate it exactly once.
+    """
+    target = len(MIGRATIONS) if up_to is None else up_to
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+        for number in range(version + 1, target + 1):
+            for statement in MIGRATIONS[number - 1]:
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number}")
+            version = number
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return version
