@@ -1,44 +1,86 @@
-"""The README's example runs as printed against the gateway on the shipped config."""
+"""The README's commands and first chain work as printed, with the gateway its command starts."""
 
 from __future__ import annotations
 
+import os
 import re
+import shlex
 import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
-from gateway import create_app, load_config
+from .markdown_examples import REPO, Example, examples
+from .servers import free_port
 
-from .servers import free_port, serve
-
-REPO = Path(__file__).resolve().parent.parent
+README = examples(REPO / "README.md")
 
 
-def blocks(language: str) -> list[str]:
-    text = (REPO / "README.md").read_text()
-    return re.findall(rf"```{language}\n(.*?)```", text, flags=re.S)
+def blocks(language: str) -> list[Example]:
+    return [example for example in README if example.language == language]
 
 
 def test_readme_opens_with_the_two_commands() -> None:
-    run, test = blocks("sh")[:2]
-    assert "gateway serve" in run
-    assert "pytest" in test
+    run, test = README[:2]
+    assert run.language == test.language == "sh"
+    assert "gateway serve" in run.code
+    assert "pytest" in test.code
     ci = (REPO / ".ci" / "run").read_text()
-    assert test.strip() in ci
+    assert test.code.strip() in ci
 
 
-def test_the_curl_example_prints_what_the_readme_says(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)  # the shipped config keeps its database under ./data
-    config = load_config(REPO / "config.yaml", env={})
+@pytest.fixture
+def started_as_printed(tmp_path: Path) -> Iterator[int]:
+    """The README's start command, after its install, run in a folder holding the shipped
+    config on a free port; yields the port once the gateway answers."""
+    start = README[0].code.strip().split("&&")[-1].strip()
+    assert start == ".venv/bin/gateway serve"
     port = free_port()
-    example = next(b for b in blocks("sh") if "previous_response_id" in b)
-    expected = blocks("text")[0].strip()
-    with serve(create_app(config), port=port):
-        script = example.replace("localhost:8080", f"127.0.0.1:{port}")
-        result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    config = (REPO / "config.yaml").read_text()
+    (tmp_path / "config.yaml").write_text(re.sub(r"port: 8080", f"port: {port}", config))
+    (tmp_path / ".venv").symlink_to(REPO / ".venv")
+    log = (tmp_path / "gateway.log").open("wb")
+    process = subprocess.Popen(
+        shlex.split(start), cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, (tmp_path / "gateway.log").read_text()
+            assert time.monotonic() < deadline, "the gateway did not start"
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+def run_against(example: Example, port: int, folder: Path) -> str:
+    code = example.code.replace("localhost:8080", f"127.0.0.1:{port}")
+    command = ["bash", "-c", code] if example.language == "sh" else [sys.executable, "-c", code]
+    env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
+    result = subprocess.run(
+        command, cwd=folder, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == expected
+    return result.stdout.strip()
+
+
+def test_the_first_chain_prints_what_the_readme_says(
+    started_as_printed: int, tmp_path: Path
+) -> None:
+    curl = next(b for b in blocks("sh") if "previous_response_id" in b.code)
+    assert curl.prints is not None
+    assert run_against(curl, started_as_printed, tmp_path) == curl.prints.strip()
+    sdk = next(b for b in blocks("python") if "previous_response_id" in b.code)
+    assert run_against(sdk, started_as_printed, tmp_path) == curl.prints.strip()
     assert (tmp_path / "data" / "sessions.db").exists()
