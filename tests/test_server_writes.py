@@ -109,4 +109,3 @@ async def test_a_streams_waiting_events_leave_together_and_none_ends_them() -> N
 def test_events_are_framed_as_server_sent_events_in_one_piece() -> None:
     events = [StreamEvent("a.b", b'{"n":1}'), StreamEvent("c", b'{"n":2}')]
     assert sse(events) == b'event: a.b\ndata: {"n":1}\n\nevent: c\ndata: {"n":2}\n\n'
-
