@@ -228,6 +228,7 @@ class CompactingUpstream:
 
     def __init__(self, inner: Upstream, sealer: Sealer, project: str) -> None:
         self._inner = inner
+        self.capabilities = inner.capabilities
         self._sealer = sealer
         self._project = project
 
@@ -284,6 +285,7 @@ class AutoCompacting:
         keep_usage: Callable[[Item | None], Awaitable[None]],
     ) -> None:
         self._inner = inner
+        self.capabilities = inner.capabilities
         self._sealer = sealer
         self._project = project
         self._history = history

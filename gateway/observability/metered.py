@@ -1,22 +1,24 @@
 """Upstream calls as metrics: latency, time to first token, failures and tokens.
 
 Every call a request makes upstream goes through here: a turn's, a summary written for a
-compaction, a count of input tokens.
+compaction, an upstream's own compaction or count of input tokens.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
+from typing import TypeVar
 
-from ..upstream import Event, ProviderClient, TurnResult, Upstream, UpstreamError
-from ..upstream.base import UpstreamStream
+from ..upstream import Event, TurnResult, Upstream, UpstreamError
+from ..upstream.base import Capabilities, UpstreamStream
 from ..upstream.errors import UpstreamRejected
 from ..upstream.results import Item
 from .metrics import Metrics
 from .request_log import note_turn
+
+T = TypeVar("T")
 
 
 def error_code(error: UpstreamError) -> str:
@@ -95,7 +97,8 @@ async def watched(
 
 
 class MeteredUpstream:
-    """An upstream whose every call is observed as :func:`watched` observes one."""
+    """An upstream whose every call is observed as :func:`watched` observes one, its
+    capabilities (counting tokens, compacting) included."""
 
     def __init__(
         self, inner: Upstream, metrics: Metrics, provider: str, model: str, project: str
@@ -105,6 +108,11 @@ class MeteredUpstream:
         self._provider = provider
         self._model = model
         self._project = project
+        count, compact = inner.capabilities.count_input_tokens, inner.capabilities.compact
+        self.capabilities = Capabilities(
+            count_input_tokens=None if count is None else self._metered(count),
+            compact=None if compact is None else self._metered(compact),
+        )
 
     def open(self, request: Item, *, stream: bool) -> AbstractAsyncContextManager[UpstreamStream]:
         return watched(
@@ -117,29 +125,24 @@ class MeteredUpstream:
             project=self._project,
         )
 
+    def _metered(self, call: Callable[[Item], Awaitable[T]]) -> Callable[[Item], Awaitable[T]]:
+        """``call``, observed: latency, failures and the ``usage`` its answer reports."""
+        metrics = self._metrics
+        labels = (self._provider, metrics.model_label(self._model))
 
-async def metered_fetch(
-    client: ProviderClient,
-    path: str,
-    payload: dict[str, Any],
-    *,
-    metrics: Metrics,
-    model: str,
-    project: str,
-) -> dict[str, Any]:
-    """``client.fetch_json(path, payload)``, observed: latency, failures and the ``usage``
-    the answer reports."""
-    labels = (client.name, metrics.model_label(model))
-    start = time.perf_counter()
-    try:
-        answer = await client.fetch_json(path, payload)
-    except UpstreamError as error:
-        metrics.upstream_errors.labels(*labels, error_code(error)).inc()
-        raise
-    elapsed = time.perf_counter() - start
-    metrics.upstream_seconds.labels(*labels).observe(elapsed)
-    usage = answer.get("usage")
-    usage = usage if isinstance(usage, dict) else None
-    metrics.observe_usage(project, labels[1], usage)
-    note_turn(project, model, usage, elapsed)
-    return answer
+        async def metered(request: Item) -> T:
+            start = time.perf_counter()
+            try:
+                answer = await call(request)
+            except UpstreamError as error:
+                metrics.upstream_errors.labels(*labels, error_code(error)).inc()
+                raise
+            elapsed = time.perf_counter() - start
+            metrics.upstream_seconds.labels(*labels).observe(elapsed)
+            usage = answer.get("usage") if isinstance(answer, dict) else None
+            usage = usage if isinstance(usage, dict) else None
+            metrics.observe_usage(self._project, labels[1], usage)
+            note_turn(self._project, self._model, usage, elapsed)
+            return answer
+
+        return metered

@@ -1,4 +1,4 @@
-"""``POST /v1/responses/compact``: a ``responses`` upstream compacts, else the gateway does
+"""``POST /v1/responses/compact``: an upstream that can compacts, else the gateway does
 (see :mod:`gateway.context.compaction`)."""
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from ..api.request_body import CreateResponseBody
 from ..context.compaction import compacted_output, compaction_object, is_ours, summarise
 from ..context.items import model_context
 from ..errors import invalid_request
-from ..upstream.errors import UpstreamInvalidResponse
-from ..upstream.responses import upstream_payload
 from .stateless import stateless_request
 
 if TYPE_CHECKING:
@@ -36,23 +34,13 @@ async def compact_conversation(
             param="input",
             code="missing_required_parameter",
         )
-    if route.provider.wire_api == "responses":
-        payload = upstream_payload(stateless_request(body, route, items), stream=False)
-        for key in ("store", "stream"):
-            payload.pop(key, None)
-        answer = await service.fetch(route, body.model, project, "/responses/compact", payload)
-        if answer is not None:
-            if not isinstance(answer.get("output"), list):
-                raise UpstreamInvalidResponse(
-                    route.provider_name,
-                    f"The upstream provider '{route.provider_name}' sent an invalid compaction.",
-                )
-            usage = answer.get("usage")
-            await service.keep_usage(
-                project, body.model, usage if isinstance(usage, dict) else None
-            )
-            return answer
     upstream = service.upstream(route, body.model, project)
+    request = stateless_request(body, route, items)
+    if upstream.capabilities.compact is not None:  # the upstream compacts by itself
+        answer = await upstream.capabilities.compact(request)
+        usage = answer.get("usage")
+        await service.keep_usage(project, body.model, usage if isinstance(usage, dict) else None)
+        return answer
     summary, usage = await summarise(upstream, route.upstream_model, items)
     await service.keep_usage(project, body.model, usage)
     users = [item for item in [*history, *own] if not is_ours(item)]

@@ -40,7 +40,7 @@ from ..context.truncation import (
     truncated,
 )
 from ..errors import APIError, invalid_request, not_found, previous_response_not_found, server_error
-from ..observability.metered import MeteredUpstream, metered_fetch
+from ..observability.metered import MeteredUpstream
 from ..observability.metrics import Metrics
 from ..upstream import ProviderClient, TurnResult, Upstream, UpstreamError, build_upstream
 from ..upstream.base import Replay, UpstreamStream
@@ -91,7 +91,7 @@ class ResponsesService:
     def client(self, provider: str) -> ProviderClient | None:
         return self._clients.get(provider)
 
-    def upstream(self, route: Route, model: str, project: str) -> Upstream:
+    def upstream(self, route: Route, model: str, project: str) -> MeteredUpstream:
         """The adapter for ``route``, every call of it metered under ``model``, ``project``."""
         inner = build_upstream(route, self._clients.get(route.provider_name))
         return MeteredUpstream(inner, self.metrics, route.provider_name, model, project)
@@ -106,18 +106,6 @@ class ResponsesService:
             await self.store.record_usage(record)
         except SessionError as error:
             logger.warning("the usage of a compaction was not kept: %s", error.message)
-
-    async def fetch(
-        self, route: Route, model: str, project: str, path: str, payload: dict[str, Any]
-    ) -> dict[str, Any] | None:
-        """A metered JSON call to ``route``'s provider at ``path``; ``None`` if it has no
-        HTTP client (``echo``)."""
-        client = self._clients.get(route.provider_name)
-        if client is None:
-            return None
-        return await metered_fetch(
-            client, path, payload, metrics=self.metrics, model=model, project=project
-        )
 
     async def history(self, body: CreateResponseBody, project: str) -> list[Item]:
         """The items that precede this request's input: its chain or its conversation."""
@@ -185,8 +173,8 @@ class ResponsesService:
             if truncation and route.context_window is not None:
                 shorter = await truncated(request, kept, self.token_counter, route.context_window)
                 request, kept = shorter or (request, kept)
-            upstream = self.upstream(route, body.model, project)
-            if route.provider.wire_api != "responses":  # which compacts by itself
+            upstream: Upstream = self.upstream(route, body.model, project)
+            if upstream.capabilities.compact is None:  # else it compacts by itself
                 upstream = await self._compacting(upstream, body, project, request, kept)
             yield Turn(
                 record,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import Protocol
 
 from .results import Event, Item, TurnResult
@@ -12,7 +13,24 @@ UpstreamStream = AsyncIterator[Event | TurnResult]
 """Responses events without sequence numbers, ended by exactly one :class:`TurnResult`."""
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What an upstream does besides answering; ``None`` where its wire cannot.
+
+    ``count_input_tokens`` takes a stateless request and answers its input tokens;
+    ``compact`` takes one and answers the compaction object (``output``, ``usage``, ...).
+    """
+
+    count_input_tokens: Callable[[Item], Awaitable[int]] | None = None
+    compact: Callable[[Item], Awaitable[Item]] | None = None
+
+
+NONE = Capabilities()
+
+
 class Upstream(Protocol):
+    capabilities: Capabilities
+
     def open(self, request: Item, *, stream: bool) -> AbstractAsyncContextManager[UpstreamStream]:
         """Send a stateless Responses request (full ``input``, upstream ``model``).
 

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import aiohttp
 import orjson
 
-from .base import Replay, UpstreamStream
+from .base import NONE, Replay, UpstreamStream
 from .chat_request import to_chat_request
 from .chat_response import ChatTranslator, MalformedAnswer
 from .errors import UpstreamError, UpstreamInvalidResponse
@@ -21,6 +21,8 @@ class UpstreamReportedError(Exception):
 
 
 class ChatCompletionsUpstream:
+    capabilities = NONE
+
     def __init__(self, client: ProviderClient) -> None:
         self._client = client
         self._name = client.name

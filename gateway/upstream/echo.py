@@ -6,7 +6,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from .base import UpstreamStream
+from .base import NONE, UpstreamStream
 from .chat_request import text_of
 from .output_builder import OutputBuilder
 from .results import Item
@@ -36,6 +36,8 @@ def _count_words(items: list[Item]) -> int:
 
 
 class EchoUpstream:
+    capabilities = NONE
+
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
         yield self._events(request)

@@ -16,12 +16,24 @@ import orjson
 
 from session import new_item_id
 
-from .base import Replay, UpstreamStream
+from .base import Capabilities, Replay, UpstreamStream
 from .errors import UpstreamError, UpstreamInvalidResponse
 from .http import ProviderClient, describe_stream_failure, scrub
 from .kept_contexts import EncodedInputs, object_with_array
 from .results import Event, Item, TurnResult, complete_usage, failed_result
 
+# The fields OpenAI's count endpoint takes, of a stateless request.
+_COUNTED_FIELDS = (
+    "model",
+    "input",
+    "instructions",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "reasoning",
+    "text",
+    "truncation",
+)
 # The gateway sends its own lifecycle events; the upstream's are read, not forwarded.
 _LIFECYCLE = frozenset({"response.created", "response.in_progress", "response.queued"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
@@ -120,10 +132,36 @@ def upstream_body(request: Item, stream: bool, encoded: EncodedInputs) -> list[b
 
 
 class ResponsesUpstream:
+    """Answers, counts input tokens and compacts: a Responses API does all three itself."""
+
     def __init__(self, client: ProviderClient) -> None:
         self._client = client
         self._name = client.name
         self._settings = client.settings
+        self.capabilities = Capabilities(
+            count_input_tokens=self._count_input_tokens, compact=self._compact
+        )
+
+    async def _count_input_tokens(self, request: Item) -> int:
+        payload = upstream_payload(request, stream=False)
+        counted = {key: payload[key] for key in _COUNTED_FIELDS if key in payload}
+        answer = await self._client.fetch_json("/responses/input_tokens", counted)
+        tokens = answer.get("input_tokens")
+        if not isinstance(tokens, int) or isinstance(tokens, bool):
+            raise self._invalid("sent no input_tokens count")
+        return tokens
+
+    async def _compact(self, request: Item) -> Item:
+        payload = upstream_payload(request, stream=False)
+        for key in ("store", "stream"):
+            del payload[key]
+        answer = await self._client.fetch_json("/responses/compact", payload)
+        if not isinstance(answer.get("output"), list):
+            raise self._invalid("sent an invalid compaction")
+        return answer
+
+    def _invalid(self, what: str) -> UpstreamInvalidResponse:
+        return UpstreamInvalidResponse(self._name, f"The upstream provider '{self._name}' {what}.")
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
