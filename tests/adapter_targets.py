@@ -20,7 +20,14 @@ from session.agent_store import RemoteAgentStore
 
 from .servers import start_instance
 
-TARGETS = ["memory", "sqlite", "postgres", "remote-sqlite", "remote-postgres"]
+TARGETS = [
+    "memory",
+    "sqlite",
+    "postgres",
+    # Served by ``gateway serve`` processes: the system tier.
+    pytest.param("remote-sqlite", marks=pytest.mark.system, id="remote-sqlite"),
+    pytest.param("remote-postgres", marks=pytest.mark.system, id="remote-postgres"),
+]
 API_KEY = "sk-adapters-0123456789abcdef"
 POSTGRES_DSN_VARIABLE = "GATEWAY_TEST_POSTGRES_DSN"
 

@@ -23,6 +23,13 @@ from .adapter_targets import (
 )
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream
 from .servers import serve
+from .tiers import settle_tiers
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the tiers it settles
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test has exactly one tier (``unit``, ``contract``, ``api`` or ``system``)."""
+    settle_tiers(items)
 
 
 @pytest.fixture
@@ -120,17 +127,28 @@ def fake_upstream() -> Iterator[tuple[FakeUpstream, str]]:
         yield fake, url
 
 
+@pytest.fixture(autouse=True)
+def fresh_fake_upstream(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The shared fake upstream, reset before and after each test that uses it (and started
+    only for those): no test sees another's requests, scripted replies or context window."""
+    if "fake_upstream" not in request.fixturenames:
+        yield
+        return
+    fake: FakeUpstream = request.getfixturevalue("fake_upstream")[0]
+    fake.reset()
+    yield
+    fake.reset()
+
+
 @pytest.fixture
 def gateway(fake_upstream: tuple[FakeUpstream, str], tmp_path: Path) -> Iterator[Gateway]:
     fake, url = fake_upstream
-    fake.reset()
     config = gateway_config(url, tmp_path / "sessions.db")
     with serve(create_app(config)) as gateway_url:
         gateway = Gateway(gateway_url, config, fake)
         yield gateway
         for client in gateway.clients:
             client.close()
-    fake.reset()
 
 
 # -- the framework adapters' targets ---------------------------------------------------------

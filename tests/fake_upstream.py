@@ -61,6 +61,18 @@ def _pieces(text: str, count: int = 3) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+def sent_messages(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """The role and text of each message a request sent upstream, on either wire."""
+    items = body["messages"] if "messages" in body else body["input"]
+    return [(item["role"], _text_of(item["content"])) for item in items if "role" in item]
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
+
+
 def words(text: str) -> list[str]:
     """``text`` cut before each space: the made-up tokens of the fake."""
     return re.findall(r"\s*\S+", text)
@@ -284,6 +296,8 @@ class FakeUpstream:
             "usage": {"input_tokens": 5, "output_tokens": 4, "total_tokens": 9},
         }
         if not body.get("stream"):
+            if reply.gate is not None:
+                await asyncio.to_thread(reply.gate.wait, 60)
             return JSONResponse(response)
         events: list[dict[str, Any]] = [
             {
@@ -303,7 +317,7 @@ class FakeUpstream:
                 "part": {"type": "output_text", "text": "", "annotations": []},
             },
         ]
-        for piece in _pieces(reply.text or ""):
+        for piece in reply.pieces(reply.text or ""):
             events.append(
                 {
                     "type": "response.output_text.delta",
@@ -338,6 +352,8 @@ class FakeUpstream:
             for number, event in enumerate(events):
                 if reply.break_after is not None and number >= reply.break_after:
                     raise ConnectionResetError("the fake upstream drops the stream")
+                if reply.delay:
+                    await asyncio.sleep(reply.delay)
                 data = json.dumps({**event, "sequence_number": number})
                 yield f"event: {event['type']}\ndata: {data}\n\n".encode()
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-from .servers import free_port
 
 
 class TcpProxy:
@@ -19,7 +18,12 @@ class TcpProxy:
     """
 
     def __init__(self, target_host: str, target_port: int) -> None:
-        self.port = free_port()
+        # The port stays the proxy's while it is stopped: this socket holds it, bound but not
+        # listening (so connections are refused), and shares it with each listening one.
+        self._holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        self._holder.bind(("127.0.0.1", 0))
+        self.port: int = self._holder.getsockname()[1]
         self._target = (target_host, target_port)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -53,7 +57,9 @@ class TcpProxy:
         await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
 
     async def _start(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+        self._server = await asyncio.start_server(
+            self._handle, "127.0.0.1", self.port, reuse_port=True
+        )
 
     async def _stop(self) -> None:
         if self._server is not None:
@@ -87,6 +93,7 @@ class TcpProxy:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._loop.close()
+        self._holder.close()
 
 
 @contextmanager

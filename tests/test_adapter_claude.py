@@ -16,7 +16,7 @@ from session.agent_store import StoreError
 
 from .adapter_targets import Target
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.contract]
 
 KEY: SessionKey = {"project_key": "proj", "session_id": "s1"}
 
@@ -107,6 +107,7 @@ async def test_mtime_grows_with_every_append(target: Target) -> None:
     assert seen == sorted(set(seen))
 
 
+@pytest.mark.system
 async def test_a_gateway_wants_its_key(gateway_sqlite: str) -> None:
     store = ClaudeSessionStore.connect(gateway_sqlite)
     with pytest.raises(StoreError) as refused:

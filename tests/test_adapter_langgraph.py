@@ -27,7 +27,7 @@ from .adapter_targets import API_KEY, Target
 from .langgraph_resume import build
 from .servers import REPO
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.contract]
 
 
 async def test_checkpointer_conformance(target: Target) -> None:
@@ -137,6 +137,7 @@ def _run(url: str, namespace: str, thread: str, step: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.system
 def test_a_graph_resumes_after_interrupt_in_a_second_process(
     backend: str, request: pytest.FixtureRequest
 ) -> None:

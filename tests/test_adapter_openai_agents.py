@@ -21,7 +21,7 @@ from .adapter_targets import API_KEY, Target
 from .agents_approval import ScriptedModel, text_message
 from .servers import REPO
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.contract]
 
 
 def session(target: Target, session_id: str = "s1", **options: Any) -> StoreSession:
@@ -143,6 +143,7 @@ asyncio.run(main())
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.system
 async def test_concurrent_adds_from_two_processes(
     backend: str, request: pytest.FixtureRequest
 ) -> None:
@@ -159,6 +160,7 @@ async def test_concurrent_adds_from_two_processes(
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.system
 def test_an_approval_finishes_the_run_in_a_second_process(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

@@ -25,7 +25,7 @@ from session import (
 from .conftest import StoreFactory
 from .records import turn, user_item
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.contract]
 
 DAY = 86400.0
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from session.agent_store import Message, to_anthropic_messages, to_openai_input
+
+pytestmark = [pytest.mark.unit]
 
 
 def message(payload: Any, role: str | None = None, type: str | None = None) -> Message:

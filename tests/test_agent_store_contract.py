@@ -21,7 +21,7 @@ from .conftest import gateway_config
 from .fake_upstream import FakeUpstream
 from .servers import serve
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.contract]
 
 KEYS = {project: f"sk-agent-{project}-0123456789" for project in ("team", "a", "b")}
 Agents = Callable[[str], Any]  # project -> an AgentStore or a RemoteAgentStore

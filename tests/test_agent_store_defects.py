@@ -12,6 +12,8 @@ import pytest
 
 from .conftest import Gateway
 
+pytestmark = [pytest.mark.api]
+
 ROUTES = [
     ("POST", "/v1/store/conversations", {"conversationId": "c2"}),
     ("PATCH", "/v1/store/conversations/c1", {"metadata": {}}),

@@ -17,7 +17,7 @@ from openai import AsyncOpenAI
 
 from .conftest import Gateway
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.system]
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ from .conftest import gateway_config
 from .fake_upstream import FakeUpstream
 from .servers import serve
 
+pytestmark = [pytest.mark.api]
+
 T = TypeVar("T")
 STATIC_KEY = "sk-static-team-a-0123456789"
 LIMITED_KEY = "sk-static-limited-0123456789"
@@ -48,9 +50,6 @@ def keyed(
     request: Any, fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
 ) -> Iterator[KeyedGateway]:
     fake, upstream_url = fake_upstream
-    fake.requests.clear()
-    fake.headers.clear()
-    fake.replies.clear()
     session: dict[str, Any] = {"backend": request.param}
     if request.param == "sqlite":
         session["sqlite"] = {"path": str(tmp_path / "keys.db")}
@@ -206,6 +205,7 @@ class Clock:
 
 
 @pytest.mark.anyio
+@pytest.mark.unit
 async def test_a_revocation_is_seen_once_the_cache_expires() -> None:
     store = MemoryStore()
     key, secret = new_key("p")

@@ -21,8 +21,14 @@ from gateway.turn.upkeep import STALE_ERROR
 from session import build_store
 
 from .conftest import Gateway, gateway_config
-from .fake_upstream import FakeUpstream, Reply
+from .fake_upstream import FakeUpstream, Reply, sent_messages
 from .servers import serve, start_instance
+
+pytestmark = [pytest.mark.api]
+
+# The turn's lifecycle is the gateway's own: alike whichever wire the provider speaks.
+WIRES = pytest.mark.parametrize("model", ["chat-model", "resp-model"])
+INPUT_TOKENS = {"chat-model": 11, "resp-model": 5}  # what the fake reports on each wire
 
 
 def poll(client: openai.OpenAI, response_id: str, until: set[str]) -> Any:
@@ -43,29 +49,31 @@ def wait_for_upstream(fake: FakeUpstream, count: int) -> None:
         time.sleep(0.01)
 
 
-def test_a_background_response_is_queued_then_completes(gateway: Gateway) -> None:
+@WIRES
+def test_a_background_response_is_queued_then_completes(gateway: Gateway, model: str) -> None:
     client = gateway.client()
     gate = threading.Event()
     gateway.fake.script(Reply(text="done in the background", gate=gate))
-    queued = client.responses.create(model="chat-model", input="work", background=True)
+    queued = client.responses.create(model=model, input="work", background=True)
     assert queued.status == "queued" and queued.background is True and queued.output == []
     wait_for_upstream(gateway.fake, 1)
     assert client.responses.retrieve(queued.id).status == "in_progress"
     gate.set()
     done = poll(client, queued.id, {"completed"})
     assert done.output_text == "done in the background" and done.background is True
-    assert done.usage is not None and done.usage.input_tokens == 11
-    follow = client.responses.create(model="chat-model", input="next", previous_response_id=done.id)
-    assert [m["role"] for m in gateway.fake.last["messages"]] == ["user", "assistant", "user"]
+    assert done.usage is not None and done.usage.input_tokens == INPUT_TOKENS[model]
+    follow = client.responses.create(model=model, input="next", previous_response_id=done.id)
+    assert [role for role, _ in sent_messages(gateway.fake.last)] == ["user", "assistant", "user"]
     assert follow.status == "completed"
 
 
-def test_cancelling_a_running_response_stores_it_cancelled(gateway: Gateway) -> None:
+@WIRES
+def test_cancelling_a_running_response_stores_it_cancelled(gateway: Gateway, model: str) -> None:
     client = gateway.client()
     gate = threading.Event()
     gateway.fake.script(Reply(text="never seen", gate=gate))
     try:
-        queued = client.responses.create(model="chat-model", input="slow", background=True)
+        queued = client.responses.create(model=model, input="slow", background=True)
         wait_for_upstream(gateway.fake, 1)
         cancelled = client.responses.cancel(queued.id)
         assert cancelled.status == "cancelled" and cancelled.output == []
@@ -95,19 +103,19 @@ def test_what_cannot_be_cancelled(gateway: Gateway) -> None:
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "background"
 
 
-def test_a_background_failure_is_stored_failed(gateway: Gateway) -> None:
+@WIRES
+def test_a_background_failure_is_stored_failed(gateway: Gateway, model: str) -> None:
     client = gateway.client()
     gateway.fake.script(Reply(status=500, error_body={"error": {"message": "overloaded"}}))
-    queued = client.responses.create(model="chat-model", input="x", background=True)
+    queued = client.responses.create(model=model, input="x", background=True)
     failed = poll(client, queued.id, {"failed"})
     assert failed.error is not None and failed.error.code == "server_error"
 
 
-def test_a_background_stream_says_it_is_background(gateway: Gateway) -> None:
+@WIRES
+def test_a_background_stream_says_it_is_background(gateway: Gateway, model: str) -> None:
     client = gateway.client()
-    events = list(
-        client.responses.create(model="chat-model", input="x", background=True, stream=True)
-    )
+    events = list(client.responses.create(model=model, input="x", background=True, stream=True))
     assert events[0].type == "response.created" and events[0].response.background is True
     assert events[-1].type == "response.completed"
     assert client.responses.retrieve(events[-1].response.id).background is True
@@ -121,7 +129,6 @@ def test_another_instance_can_cancel_on_a_shared_store(
 ) -> None:
     caplog.set_level(logging.INFO, logger="gateway.turn.background")
     fake = fake_upstream[0]
-    fake.requests.clear()
     session = {"backend": "postgres", "postgres": {"dsn": postgres_dsn}}
     config = gateway_config(fake_upstream[1], tmp_path / "unused.db", session=session)
     gate = threading.Event()
@@ -144,11 +151,11 @@ def test_another_instance_can_cancel_on_a_shared_store(
         assert one.responses.retrieve(queued.id).status == "cancelled"
 
 
+@pytest.mark.system
 def test_a_background_turn_whose_instance_died_is_failed_by_the_sweep(
     fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
 ) -> None:
     fake, upstream_url = fake_upstream
-    fake.reset()
     config = tmp_path / "config.yaml"
     config.write_text(
         yaml.safe_dump(

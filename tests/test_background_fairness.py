@@ -24,6 +24,8 @@ from .conftest import gateway_config
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream, Reply
 from .servers import serve
 
+pytestmark = [pytest.mark.api]
+
 KEY_A = "sk-project-a-0123456789abcdef"
 KEY_B = "sk-project-b-0123456789abcdef"
 KEY_C = "sk-project-c-0123456789abcdef"
@@ -64,7 +66,6 @@ class Projects:
 @pytest.fixture
 def projects(fake_upstream: tuple[FakeUpstream, str], tmp_path: Path) -> Iterator[Projects]:
     fake, upstream_url = fake_upstream
-    fake.reset()
     gate = threading.Event()
     fake.script(*(Reply(text="late", gate=gate) for _ in range(HANGING)))
     provider = {
@@ -96,7 +97,6 @@ def projects(fake_upstream: tuple[FakeUpstream, str], tmp_path: Path) -> Iterato
             gate.set()
     finally:
         gate.set()
-        fake.reset()
 
 
 def until(condition: Any, what: str) -> None:
@@ -196,6 +196,7 @@ def test_a_queued_background_turn_is_cancelled_before_it_runs(projects: Projects
 
 
 @pytest.mark.anyio
+@pytest.mark.unit
 async def test_a_freed_slot_goes_to_the_waiting_project_that_holds_fewest() -> None:
     slots = FairSlots(total=2, per_project=2)
     started: list[str] = []

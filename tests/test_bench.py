@@ -11,6 +11,8 @@ from bench import compare, storage, stream_length
 
 from .adapter_targets import POSTGRES_DSN_VARIABLE
 
+pytestmark = [pytest.mark.system]
+
 
 @pytest.mark.anyio
 async def test_the_storage_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,6 +14,8 @@ from .conftest import Gateway
 from .fake_upstream import Reply, words
 from .test_streaming import raw_events
 
+pytestmark = [pytest.mark.api]
+
 LOOKUP = {"type": "function", "name": "lookup", "parameters": {"type": "object", "properties": {}}}
 PATCH_TOOL = {"type": "custom", "name": "apply_patch", "description": "Apply a patch."}
 THOUGHT = "First the units, then the sum."

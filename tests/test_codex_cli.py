@@ -19,6 +19,8 @@ import yaml
 from .fake_upstream import FakeUpstream, Reply
 from .servers import start_instance
 
+pytestmark = [pytest.mark.system]
+
 CODEX_VERSION = "0.169.0"
 SUMMARY = "Summary: the user asked to remember the number 42."
 
@@ -57,7 +59,6 @@ def codex_gateway(
     fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
 ) -> Iterator[tuple[str, Path, FakeUpstream]]:
     fake, upstream_url = fake_upstream
-    fake.reset()
     config = tmp_path / "gateway.yaml"
     config.write_text(
         yaml.safe_dump(
@@ -87,7 +88,6 @@ def codex_gateway(
     finally:
         process.terminate()
         process.wait(timeout=30)
-        fake.reset()
 
 
 def run_codex(codex: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -16,6 +16,8 @@ from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream, Reply
 from .servers import serve
 
+pytestmark = [pytest.mark.api]
+
 SUMMARY = "Goals: ship the parser. Files: src/parse.py. Next steps: add tests."
 LONG = "a long answer full of detail " * 30
 
@@ -136,7 +138,6 @@ def test_another_projects_token_is_refused_over_http(
     fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
 ) -> None:
     fake = fake_upstream[0]
-    fake.reset()
     keys = [
         {"key": "sk-team-a-0123456789", "project": "a"},
         {"key": "sk-team-b-0123456789", "project": "b"},
@@ -154,7 +155,6 @@ def test_another_projects_token_is_refused_over_http(
         body = {"model": "chat-model", "input": made["output"]}
         assert post(url, body, "sk-team-b-0123456789").status_code == 400
         assert post(url, body, "sk-team-a-0123456789").status_code == 200
-    fake.reset()
 
 
 def test_a_responses_upstream_compacts_by_itself(gateway: Gateway) -> None:

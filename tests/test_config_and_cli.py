@@ -13,6 +13,8 @@ from .conftest import gateway_config
 from .fake_upstream import FakeUpstream
 from .servers import REPO, run_cli, serve
 
+pytestmark = [pytest.mark.unit]
+
 
 def test_the_shipped_config_is_offline_sqlite_with_echo() -> None:
     config = load_config(REPO / "config.yaml", env={})
@@ -61,6 +63,7 @@ def test_unknown_provider_references() -> None:
     assert "default_provider: unknown provider 'ghost2'" in str(caught.value)
 
 
+@pytest.mark.system
 def test_check_config_cli(tmp_path: Path) -> None:
     good = run_cli("check-config", "--config", str(REPO / "config.yaml"))
     assert good.returncode == 0, good.stderr
@@ -79,6 +82,7 @@ def test_check_config_cli(tmp_path: Path) -> None:
     assert "not valid YAML" in run_cli("check-config", "--config", str(broken)).stderr
 
 
+@pytest.mark.api
 def test_chains_survive_a_restart_on_sqlite(
     fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
 ) -> None:

@@ -19,6 +19,8 @@ from .conftest import Gateway
 from .fake_upstream import Reply
 from .test_observability import scrape, value
 
+pytestmark = [pytest.mark.api]
+
 ORPHAN = {"type": "function_call_output", "call_id": "call_missing", "output": "x"}
 CALL = {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{}"}
 MODELS = ["chat-model", "resp-model", "echo"]

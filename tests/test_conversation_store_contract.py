@@ -16,7 +16,7 @@ from session import (
 
 from .records import item_ids, turn, user_item
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.contract]
 
 
 async def new_conversation(store: SessionStore, items: int = 0, project: str = "default") -> str:

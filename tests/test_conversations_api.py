@@ -10,6 +10,8 @@ import pytest
 
 from .conftest import Gateway
 
+pytestmark = [pytest.mark.api]
+
 
 def test_conversation_lifecycle(gateway: Gateway) -> None:
     client = gateway.client()

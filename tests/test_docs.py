@@ -19,7 +19,9 @@ from gateway import create_app
 from gateway.config import GatewayConfig, load_config, parse_config
 
 from .markdown_examples import REPO, Example, anchors, code_spans, examples, links, markdown_files
-from .servers import free_port, serve
+from .servers import loopback_socket, serve
+
+pytestmark = [pytest.mark.unit]
 
 ALL_EXAMPLES = [example for path in markdown_files() for example in examples(path)]
 RUNNABLE = ("sh", "bash", "python")
@@ -36,15 +38,16 @@ def by_language(*languages: str) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def gateway_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int]]:
-    """A folder holding the shipped config on a free port, with its gateway serving."""
+    """A folder holding the shipped config on a port the OS chose, with its gateway serving."""
     folder = tmp_path_factory.mktemp("docs")
-    port = free_port()
+    sock = loopback_socket()
+    port: int = sock.getsockname()[1]
     raw = yaml.safe_load((REPO / "config.yaml").read_text())
     raw["server"]["port"] = port
     raw["session"]["sqlite"]["path"] = str(folder / "data" / "sessions.db")
     (folder / "config.yaml").write_text(yaml.safe_dump(raw))
     (folder / ".venv").symlink_to(REPO / ".venv")
-    with serve(create_app(load_config(folder / "config.yaml", env={})), port=port):
+    with serve(create_app(load_config(folder / "config.yaml", env={})), sock):
         yield folder, port
 
 
@@ -63,6 +66,7 @@ def run_example(example: Example, folder: Path, port: int) -> subprocess.Complet
 
 
 @pytest.mark.parametrize("example", by_language(*RUNNABLE))
+@pytest.mark.system
 def test_the_example_runs(example: Example, gateway_dir: tuple[Path, int]) -> None:
     result = run_example(example, *gateway_dir)
     assert result.returncode == 0, f"{example.name}\n{result.stdout}\n{result.stderr}"

@@ -18,7 +18,9 @@ from gateway import create_app
 
 from .conftest import Gateway, gateway_config
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream, Reply
-from .servers import free_port, serve
+from .servers import refusing_url, serve
+
+pytestmark = [pytest.mark.api]
 
 
 def post(gateway: Gateway, body: Any = None, **options: Any) -> httpx.Response:
@@ -158,9 +160,16 @@ def hanging_upstream() -> Iterator[str]:
         yield url
 
 
-def test_unreachable_and_slow_upstreams(tmp_path: Path, hanging_upstream: str) -> None:
-    dead = f"http://127.0.0.1:{free_port()}"
-    config = gateway_config(dead, tmp_path / "x.db")
+@pytest.fixture
+def refusing_upstream() -> Iterator[str]:
+    with refusing_url() as url:
+        yield url
+
+
+def test_unreachable_and_slow_upstreams(
+    tmp_path: Path, hanging_upstream: str, refusing_upstream: str
+) -> None:
+    config = gateway_config(refusing_upstream, tmp_path / "x.db")
     config.providers["slow"] = config.providers["fake-chat"].model_copy(
         update={"base_url": f"{hanging_upstream}/v1", "timeout_seconds": 0.2}
     )
@@ -182,7 +191,6 @@ def test_a_full_upstream_pool_is_503_upstream_busy(
     fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
 ) -> None:
     fake, url = fake_upstream
-    fake.replies.clear()
     config = gateway_config(url, tmp_path / "x.db")
     config.providers["fake-chat"] = config.providers["fake-chat"].model_copy(
         update={"max_connections": 1, "pool_timeout_seconds": 0.2}
@@ -203,4 +211,3 @@ def test_a_full_upstream_pool_is_503_upstream_busy(
             f"{gateway_url}/v1/responses", json={"model": "chat-model", "input": "z"}
         )
         assert again.status_code == 200
-    fake.replies.clear()

@@ -41,6 +41,8 @@ from .fuzz_bodies import (
 )
 from .servers import serve
 
+pytestmark = [pytest.mark.api]
+
 EXAMPLES = int(os.environ.get("GATEWAY_FUZZ_EXAMPLES", "120"))
 FUZZ = settings(
     max_examples=EXAMPLES,

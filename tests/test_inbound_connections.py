@@ -9,12 +9,15 @@ from contextlib import ExitStack, closing
 from pathlib import Path
 
 import httpx
+import pytest
 from websockets.sync.client import connect as ws_connect
 
 from .fake_upstream import FakeUpstream
 from .servers import start_instance
 from .test_inbound_limits import closed_by_server, connect, write_config
 from .test_websocket import raw_turn, ws_url
+
+pytestmark = [pytest.mark.system]
 
 
 def refused(metrics: str, reason: str) -> float:

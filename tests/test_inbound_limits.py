@@ -20,6 +20,8 @@ import yaml
 from .fake_upstream import FakeUpstream, Reply
 from .servers import start_instance
 
+pytestmark = [pytest.mark.system]
+
 
 def write_config(path: Path, upstream_url: str, **server: Any) -> Path:
     config = {
@@ -186,7 +188,6 @@ def test_sigterm_finishes_or_fails_streams_in_flight_then_exits(
     tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
 ) -> None:
     fake = fake_upstream[0]
-    fake.replies.clear()
     fake.script(Reply(text="a long answer", delay=1.0))  # ~6 chunks, one a second
     process, url = start_instance(write_config(tmp_path / "config.yaml", fake_upstream[1]))
     body = {"model": "chat-model", "input": "long", "stream": True}
@@ -202,7 +203,6 @@ def test_sigterm_finishes_or_fails_streams_in_flight_then_exits(
     finally:
         if process.poll() is None:
             process.kill()
-        fake.replies.clear()
     with closing(sqlite3.connect(tmp_path / "s.db")) as conn:
         assert conn.execute("SELECT status FROM responses").fetchall() == [("failed",)]
 

@@ -11,6 +11,8 @@ from gateway.context.tokens import PER_ITEM, PER_REQUEST
 
 from .conftest import Gateway
 
+pytestmark = [pytest.mark.api]
+
 
 def o200k(text: str) -> int:
     return len(quicktok.get_encoding("o200k_base").encode_ordinary(text))

@@ -24,6 +24,8 @@ from gateway.turn.upkeep import STALE_ERROR
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream, Reply
 from .servers import serve, start_instance
 
+pytestmark = [pytest.mark.system]
+
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def config_path(
@@ -85,7 +87,6 @@ def test_a_killed_instances_stream_fails_on_the_other_instance(
     config_path: Path, fake_upstream: tuple[FakeUpstream, str]
 ) -> None:
     fake = fake_upstream[0]
-    fake.reset()
     gate = threading.Event()
     # The killed instance's stream hangs; so does the survivor's own background turn.
     fake.script(Reply(text="never sent", delay=3), Reply(text="still running", gate=gate))
@@ -121,7 +122,6 @@ def test_a_killed_instances_stream_fails_on_the_other_instance(
         if process.poll() is None:
             process.kill()
             process.wait(timeout=30)
-        fake.reset()
 
 
 def test_heartbeat_settings_are_checked() -> None:

@@ -13,6 +13,8 @@ from gateway.upstream.responses import upstream_body, upstream_payload
 
 from .conftest import Gateway
 
+pytestmark = [pytest.mark.api]
+
 
 def grown_chain(turns: int) -> list[list[dict[str, Any]]]:
     """The input of each turn of a chain whose answers hold reasoning and tool calls."""

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.unit]
+
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = {
     "config": 0,

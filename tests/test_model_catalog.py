@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 
 from gateway import create_app
 
 from .conftest import gateway_config
 from .fake_upstream import FakeUpstream
 from .servers import serve
+
+pytestmark = [pytest.mark.api]
 
 # The fields of Codex's ModelInfo (codex-rs/protocol/src/openai_models.rs) without a default.
 CODEX_REQUIRED = {

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from session import RequestSnapshot, ResponseSnapshot, StoredResponse, trusted
+
+pytestmark = [pytest.mark.unit]
 
 
 def values() -> dict[str, Any]:

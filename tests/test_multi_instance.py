@@ -14,6 +14,8 @@ from openai import OpenAI
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream
 from .servers import start_instance
 
+pytestmark = [pytest.mark.system]
+
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def instances(

@@ -28,6 +28,8 @@ from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream, Reply
 from .servers import serve, start_instance
 
+pytestmark = [pytest.mark.api]
+
 ADMIN_KEY = "admin-key-0123456789abcdef"
 CLIENT_KEY = "client-key-0123456789abcdef"
 
@@ -109,6 +111,7 @@ def test_every_response_carries_a_request_id(gateway: Gateway) -> None:
     assert odd.headers["x-request-id"].startswith("req_")
 
 
+@pytest.mark.unit
 def test_log_records_carry_the_current_request_id() -> None:
     id_filter = RequestIdFilter()
     record = logging.LogRecord("gateway", logging.INFO, __file__, 1, "outside", None, None)
@@ -122,6 +125,7 @@ def test_log_records_carry_the_current_request_id() -> None:
     assert record.request_id == "req_abc"  # type: ignore[attr-defined]
 
 
+@pytest.mark.unit
 def test_text_lines_read_as_the_format_says_exceptions_included() -> None:
     formatter = TextFormatter()
     log = RequestLog("req_abc", project="p", model="m", usage={"input_tokens": 5})
@@ -185,6 +189,7 @@ def stop(process: Any) -> None:
     process.wait(timeout=30)
 
 
+@pytest.mark.system
 def test_json_access_logs_carry_id_project_model_tokens_and_never_the_prompt(
     fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
 ) -> None:
@@ -212,6 +217,7 @@ def test_json_access_logs_carry_id_project_model_tokens_and_never_the_prompt(
 
 
 @pytest.mark.parametrize("workers", [2])
+@pytest.mark.system
 def test_workers_report_one_sum(
     workers: int, fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
 ) -> None:

@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import yaml
 
 from gateway import create_app, load_config
 
 from .servers import run_cli as gateway
 from .servers import serve
+
+pytestmark = [pytest.mark.system]
 
 
 def write_config(tmp_path: Path, **sections: Any) -> str:

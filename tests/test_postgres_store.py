@@ -21,6 +21,8 @@ from .records import turn
 from .servers import serve
 from .tcp_proxy import TcpProxy, proxied_postgres
 
+pytestmark = [pytest.mark.contract]
+
 
 @pytest.mark.anyio
 async def test_instances_migrating_at_once_migrate_once(postgres_dsn: str) -> None:
@@ -85,6 +87,7 @@ async def _outage_and_recovery(proxy: TcpProxy, store: PostgresStore) -> None:
         await store.close()
 
 
+@pytest.mark.api
 def test_the_gateway_answers_503_while_the_database_is_down(
     postgres_dsn: str, tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
 ) -> None:

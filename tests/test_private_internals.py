@@ -46,6 +46,8 @@ from gateway.observability.metrics import MULTIPROCESS_ENV, Metrics, share_betwe
 from gateway.upstream.http import JSONPieces, ProviderClient
 from session import RequestSnapshot, SQLiteStore, StoredResponse, trusted
 
+pytestmark = [pytest.mark.unit]
+
 SERVER = HeadTimeoutProtocol.__module__
 # What HeadTimeoutProtocol overrides on purpose; any other name of its own must be new.
 HTTP_OVERRIDES = {

@@ -11,6 +11,8 @@ from openai.types.responses import Response
 from .conftest import Gateway
 from .fake_upstream import Reply, words
 
+pytestmark = [pytest.mark.api]
+
 # Required by the Open Responses schema (ResponseResource), beyond the SDK's own fields.
 OPEN_RESPONSES_REQUIRED = {
     "presence_penalty",

@@ -9,6 +9,8 @@ import pytest
 
 from .conftest import Gateway
 
+pytestmark = [pytest.mark.api]
+
 
 def test_three_turn_chain_sends_full_history_and_latest_instructions(gateway: Gateway) -> None:
     client = gateway.client()

@@ -21,6 +21,8 @@ from .fake_upstream import FakeUpstream
 from .records import turn
 from .servers import serve
 
+pytestmark = [pytest.mark.api]
+
 DAY = 86400.0
 
 

@@ -12,6 +12,8 @@ import pytest
 from session.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
 from session.sqlite.schema import migrate as migrate_sqlite
 
+pytestmark = [pytest.mark.contract]
+
 
 def _sqlite_schema(path: Path) -> list[tuple[Any, ...]]:
     with closing(sqlite3.connect(path)) as conn:

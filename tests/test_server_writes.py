@@ -11,7 +11,7 @@ from gateway.edge.server import COALESCE_LIMIT, CoalescedWrites
 from gateway.turn.events import StreamEvent
 from gateway.turn.streaming import Outbox
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.unit]
 
 
 class RecordingTransport(asyncio.Transport):

@@ -10,6 +10,8 @@ import pytest
 
 from session.sql import POSTGRES, SQLITE, Returning, drive, drive_async, rows
 
+pytestmark = [pytest.mark.contract]
+
 TRICKY = (
     "SELECT :word || '%', '50% of :word?', CAST(:none AS TEXT) IS NULL, 7 % 2 AS \"odd%\", :word"
 )

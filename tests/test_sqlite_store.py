@@ -17,7 +17,7 @@ from session.sqlite.schema import MIGRATIONS, migrate
 
 from .records import turn
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.contract]
 
 
 @pytest.mark.parametrize("readers", [1, 8])
@@ -158,6 +158,7 @@ def _append_chain(path: str, prefix: str, count: int) -> None:
     anyio.run(main)
 
 
+@pytest.mark.system
 async def test_two_processes_appending_to_one_file_lose_nothing(tmp_path: Path) -> None:
     path = str(tmp_path / "shared.db")
     context = multiprocessing.get_context("spawn")

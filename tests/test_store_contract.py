@@ -20,7 +20,7 @@ from session import (
 from .conftest import StoreFactory
 from .records import item_ids, turn
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.contract]
 
 
 async def save_chain(store: SessionStore, length: int, prefix: str = "r") -> list[str]:

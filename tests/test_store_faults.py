@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from gateway import create_app
 from session import RequestSnapshot, SQLiteStore, StoredResponse
@@ -26,20 +27,17 @@ from .fake_upstream import FakeUpstream, Reply
 from .servers import serve
 from .tcp_proxy import proxied_postgres
 
+pytestmark = [pytest.mark.api]
+
 
 @contextmanager
 def sqlite_gateway(
     fake_upstream: tuple[FakeUpstream, str], path: Path
 ) -> Iterator[tuple[str, SQLiteStore]]:
-    fake, upstream_url = fake_upstream
-    fake.replies.clear()
     store = SQLiteStore(path, busy_timeout_ms=100)
-    config = gateway_config(upstream_url, path)
-    try:
-        with serve(create_app(config, store=store)) as url:
-            yield url, store
-    finally:
-        fake.replies.clear()
+    config = gateway_config(fake_upstream[1], path)
+    with serve(create_app(config, store=store)) as url:
+        yield url, store
 
 
 def post(url: str, body: dict[str, Any]) -> httpx.Response:

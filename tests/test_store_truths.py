@@ -25,6 +25,8 @@ from .misbehaving_upstream import SLOW_HEAD_SECONDS, misbehaving_app
 from .servers import serve
 from .test_store_faults import assert_unavailable, post, rows, sqlite_gateway, write_lock
 
+pytestmark = [pytest.mark.api]
+
 
 def secrets(path: Path) -> list[tuple[str, Any]]:
     with closing(sqlite3.connect(path)) as conn:

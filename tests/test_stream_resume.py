@@ -17,18 +17,25 @@ from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream, Reply
 from .servers import serve
 
+pytestmark = [pytest.mark.api]
+
 SLOW = Reply(text="a b c d e f g h i j k l", delay=0.05)
 BODY = {"model": "chat-model", "input": "go", "background": True, "stream": True}
+# A kept stream is the gateway's own: alike whichever wire the provider speaks.
+WIRES = pytest.mark.parametrize("model", ["chat-model", "resp-model"])
 
 
 def events_of(lines: Any) -> list[dict[str, Any]]:
     return [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
 
 
-def start_and_drop(url: str, keep: int) -> tuple[str, list[dict[str, Any]]]:
+def start_and_drop(
+    url: str, keep: int, model: str = "chat-model"
+) -> tuple[str, list[dict[str, Any]]]:
     """Start a background stream, read ``keep`` events, then hang up."""
     seen: list[dict[str, Any]] = []
-    with httpx.stream("POST", f"{url}/v1/responses", json=BODY, timeout=30) as response:
+    body = {**BODY, "model": model}
+    with httpx.stream("POST", f"{url}/v1/responses", json=body, timeout=30) as response:
         for line in response.iter_lines():
             if line.startswith("data: "):
                 seen.append(json.loads(line[6:]))
@@ -46,9 +53,10 @@ def resume(url: str, response_id: str, after: int) -> list[dict[str, Any]]:
         return events_of(response.iter_lines())
 
 
-def test_every_later_event_arrives_exactly_once(gateway: Gateway) -> None:
+@WIRES
+def test_every_later_event_arrives_exactly_once(gateway: Gateway, model: str) -> None:
     gateway.fake.script(SLOW)
-    response_id, seen = start_and_drop(gateway.url, keep=4)
+    response_id, seen = start_and_drop(gateway.url, keep=4, model=model)
     rest = resume(gateway.url, response_id, seen[-1]["sequence_number"])
     numbers = [e["sequence_number"] for e in seen + rest]
     assert numbers == list(range(len(numbers)))
@@ -61,17 +69,19 @@ def test_every_later_event_arrives_exactly_once(gateway: Gateway) -> None:
     assert resume(gateway.url, response_id, numbers[-1]) == []  # nothing after the end
 
 
-def test_the_strict_sdk_resumes_a_stream(gateway: Gateway) -> None:
+@WIRES
+def test_the_strict_sdk_resumes_a_stream(gateway: Gateway, model: str) -> None:
     gateway.fake.script(SLOW)
-    response_id, _ = start_and_drop(gateway.url, keep=3)
+    response_id, _ = start_and_drop(gateway.url, keep=3, model=model)
     client = gateway.client()
     rest = list(client.responses.retrieve(response_id, stream=True, starting_after=2))
     assert rest[0].sequence_number == 3 and rest[-1].type == "response.completed"
 
 
-def test_a_background_stream_is_cancelled(gateway: Gateway) -> None:
+@WIRES
+def test_a_background_stream_is_cancelled(gateway: Gateway, model: str) -> None:
     gateway.fake.script(Reply(text=" ".join("word" for _ in range(60)), delay=0.05))
-    response_id, _ = start_and_drop(gateway.url, keep=3)
+    response_id, _ = start_and_drop(gateway.url, keep=3, model=model)
     client = gateway.client()
     assert client.responses.cancel(response_id).status == "cancelled"
     ending = resume(gateway.url, response_id, -1)[-1]
@@ -92,7 +102,6 @@ def test_a_stream_started_on_one_instance_resumes_on_another(
     fake_upstream: tuple[FakeUpstream, str], tmp_path: Path, postgres_dsn: str
 ) -> None:
     fake = fake_upstream[0]
-    fake.reset()
     session = {"backend": "postgres", "postgres": {"dsn": postgres_dsn}}
     config = gateway_config(fake_upstream[1], tmp_path / "unused.db", session=session)
     fake.script(SLOW)

@@ -10,6 +10,8 @@ import pytest
 from .conftest import Gateway
 from .fake_upstream import Reply
 
+pytestmark = [pytest.mark.api]
+
 WEATHER = {
     "type": "function",
     "name": "get_weather",

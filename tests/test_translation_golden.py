@@ -20,6 +20,8 @@ from gateway.upstream.chat_request import TranslatedInputs, to_chat_request
 from gateway.upstream.chat_response import ChatTranslator
 from gateway.upstream.output_builder import ToolName
 
+pytestmark = [pytest.mark.unit]
+
 GOLDEN = Path(__file__).parent / "golden"
 _MINTED = re.compile(r"\b(msg|fc|rs|call)_[0-9a-f]{48}\b")
 

@@ -16,6 +16,8 @@ from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream
 from .servers import serve
 
+pytestmark = [pytest.mark.api]
+
 LONG = "word " * 80  # about a hundred tokens to the fake
 
 
@@ -80,25 +82,21 @@ def test_a_known_context_window_is_kept_before_sending(
     fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
 ) -> None:
     fake, url = fake_upstream
-    fake.reset()
     models = {"small": {"provider": "fake-chat", "context_window": 400}}
     config = gateway_config(url, tmp_path / "t.db", models=models)
-    try:
-        with serve(create_app(config)) as gateway_url:
-            last = chain(gateway_url, 5, model="small")
-            fake.requests.clear()
-            fake.context_window = 400  # the upstream would refuse more
-            body = {
-                "model": "small",
-                "input": "the newest",
-                "previous_response_id": last,
-                "truncation": "auto",
-                "max_output_tokens": 50,
-            }
-            answer = httpx.post(f"{gateway_url}/v1/responses", json=body)
-            received = list(fake.requests)
-    finally:
-        fake.reset()
+    with serve(create_app(config)) as gateway_url:
+        last = chain(gateway_url, 5, model="small")
+        fake.requests.clear()
+        fake.context_window = 400  # the upstream would refuse more
+        body = {
+            "model": "small",
+            "input": "the newest",
+            "previous_response_id": last,
+            "truncation": "auto",
+            "max_output_tokens": 50,
+        }
+        answer = httpx.post(f"{gateway_url}/v1/responses", json=body)
+        received = list(fake.requests)
     assert answer.status_code == 200, answer.text
     (sent,) = received  # cut before sending: no refusal, no retry
     kept = user_texts(sent)

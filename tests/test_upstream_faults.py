@@ -25,6 +25,8 @@ from gateway import create_app, parse_config
 from .misbehaving_upstream import misbehaving_app
 from .servers import serve
 
+pytestmark = [pytest.mark.api]
+
 SECRET_HEADER = "X-Org-Secret"
 SECRET_VALUE = "org-secret-value-42"
 

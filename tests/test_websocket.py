@@ -17,6 +17,8 @@ from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream, Reply
 from .servers import serve
 
+pytestmark = [pytest.mark.api]
+
 TERMINAL = ("response.completed", "response.incomplete", "response.failed", "error")
 
 

@@ -27,6 +27,8 @@ from .servers import serve, start_instance
 from .test_inbound_limits import write_config
 from .test_websocket import raw_turn, ws_url
 
+pytestmark = [pytest.mark.api]
+
 FAILURES: dict[str, tuple[dict[str, Any], Reply | None]] = {
     "upstream_500": ({}, Reply(status=500)),
     "invalid_parameter": ({"temperature": 9}, None),
@@ -92,12 +94,10 @@ def gateway_with_origins(
     fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
 ) -> Iterator[tuple[str, FakeUpstream]]:
     fake, url = fake_upstream
-    fake.reset()
     server = {"allowed_origins": ["https://App.example/"]}
     config = gateway_config(url, tmp_path / "o.db", server=server)
     with serve(create_app(config)) as gateway_url:
         yield gateway_url, fake
-    fake.reset()
 
 
 @pytest.mark.parametrize("origin", ["https://evil.example", "null", "http://localhost:3000"])
@@ -135,7 +135,6 @@ def instance(
     tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
 ) -> Iterator[tuple[subprocess.Popen[bytes], str, FakeUpstream]]:
     fake = fake_upstream[0]
-    fake.reset()
     config = write_config(tmp_path / "config.yaml", fake_upstream[1], header_timeout_seconds=0.5)
     process, url = start_instance(config)
     try:
@@ -143,13 +142,13 @@ def instance(
     finally:
         process.terminate()
         process.wait(timeout=30)
-        fake.reset()
 
 
 def server_log(tmp_path: Path) -> str:
     return next(tmp_path.glob("gateway-*.log")).read_text()
 
 
+@pytest.mark.system
 def test_a_socket_outlives_the_header_timeout_busy_and_idle(
     instance: tuple[Any, str, FakeUpstream],
 ) -> None:
@@ -181,6 +180,7 @@ def abandon(url: str) -> str:
     return response_id
 
 
+@pytest.mark.system
 def test_a_client_that_drops_its_socket_mid_turn_is_no_error(
     instance: tuple[Any, str, FakeUpstream], tmp_path: Path
 ) -> None:
@@ -199,6 +199,7 @@ def test_a_client_that_drops_its_socket_mid_turn_is_no_error(
     assert "ERROR" not in log and "Traceback" not in log and "Exception" not in log, log
 
 
+@pytest.mark.system
 def test_no_log_line_holds_a_query_string(
     instance: tuple[Any, str, FakeUpstream], tmp_path: Path
 ) -> None:
