@@ -1,7 +1,7 @@
 """Side by side: the fake upstream alone, this gateway on each store, and GodeX.
 
     python -m bench.compare [--seconds 10] [--rounds 1] [--postgres DSN] [--godex PATH]
-                            [--workers 1] [--soak-seconds 0]
+                            [--workers 1] [--soak-seconds 0] [--baseline PYTHON]
 
 Every process runs on this machine: a fast fake Chat Completions upstream, each target in
 a process of its own on its default settings (access log on), and wrk (one thread) as the
@@ -118,11 +118,14 @@ def run(
     soak_seconds: float,
     workers: int = 1,
     rounds: int = 1,
+    baseline: str | None = None,
 ) -> str:
     """Run every load against every target; return the report (a Markdown table and notes).
 
     With ``rounds`` above one, each figure is the median of that many runs; the table's
     runs take turns between targets, so a slower spell of the machine falls on all.
+    ``baseline``, another installation's Python (an earlier checkout's ``.venv/bin/python``),
+    adds that gateway on SQLite beside this one: a before and after in one run.
     """
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -181,6 +184,14 @@ def run(
                 )
             )
             targets[f"gateway (sqlite, {workers} workers)"] = (base, pid)
+        if baseline is not None:
+            port = free_port()
+            config = gateway_config(folder, port, upstream, "sqlite", None)
+            base = f"http://127.0.0.1:{port}"
+            command = [baseline, "-m", "gateway", "serve", "--config", str(config)]
+            # Run from the scratch folder: from here, ``-m gateway`` would import this checkout.
+            pid = stack.enter_context(running(command, f"{base}/healthz", cwd=folder))
+            targets["baseline gateway (sqlite)"] = (base, pid)
         godex_path = find_godex(godex)
         if godex_path:
             port = free_port()
@@ -300,11 +311,24 @@ def main() -> None:
     parser.add_argument("--soak-seconds", type=float, default=0, help="RSS over a long run")
     parser.add_argument("--workers", type=int, default=1, help="also a gateway with N workers")
     parser.add_argument("--rounds", type=int, default=1, help="report medians of N runs")
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="also a gateway run by this Python (another checkout's venv), for before/after",
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench.compare needs wrk: apt-get install wrk")
     print(
-        run(args.seconds, args.postgres, args.godex, args.soak_seconds, args.workers, args.rounds)
+        run(
+            args.seconds,
+            args.postgres,
+            args.godex,
+            args.soak_seconds,
+            args.workers,
+            args.rounds,
+            args.baseline,
+        )
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from .models import StoredResponse
 
@@ -44,17 +44,18 @@ def usage_row(project: str, model: str, *counts: float | None) -> UsageRow:
 
 def token_counts(usage: dict[str, Any] | None) -> tuple[int, int, int, int]:
     """Input, output, cached and reasoning tokens of a Responses ``usage`` object."""
-    usage = usage or {}
-    counts = (
-        usage.get("input_tokens"),
-        usage.get("output_tokens"),
-        (usage.get("input_tokens_details") or {}).get("cached_tokens"),
-        (usage.get("output_tokens_details") or {}).get("reasoning_tokens"),
+    if not usage:
+        return (0, 0, 0, 0)
+    return (
+        _count(usage.get("input_tokens")),
+        _count(usage.get("output_tokens")),
+        _count((usage.get("input_tokens_details") or {}).get("cached_tokens")),
+        _count((usage.get("output_tokens_details") or {}).get("reasoning_tokens")),
     )
-    return cast(
-        tuple[int, int, int, int],
-        tuple(count if isinstance(count, int) and count > 0 else 0 for count in counts),
-    )
+
+
+def _count(value: Any) -> int:
+    return value if type(value) is int and value > 0 else 0
 
 
 @dataclass(frozen=True)

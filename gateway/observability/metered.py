@@ -12,7 +12,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TypeVar
 
 from ..upstream import Event, TurnResult, Upstream, UpstreamError
-from ..upstream.base import Capabilities, UpstreamStream
+from ..upstream.base import NONE, Capabilities, UpstreamStream
 from ..upstream.errors import UpstreamRejected
 from ..upstream.results import Item
 from .metrics import Metrics
@@ -108,11 +108,14 @@ class MeteredUpstream:
         self._provider = provider
         self._model = model
         self._project = project
-        count, compact = inner.capabilities.count_input_tokens, inner.capabilities.compact
-        self.capabilities = Capabilities(
-            count_input_tokens=None if count is None else self._metered(count),
-            compact=None if compact is None else self._metered(compact),
-        )
+        offered = inner.capabilities
+        self.capabilities = offered
+        if offered is not NONE:  # each call made on a capability is metered too
+            count, compact = offered.count_input_tokens, offered.compact
+            self.capabilities = Capabilities(
+                count_input_tokens=None if count is None else self._metered(count),
+                compact=None if compact is None else self._metered(compact),
+            )
 
     def open(self, request: Item, *, stream: bool) -> AbstractAsyncContextManager[UpstreamStream]:
         return watched(

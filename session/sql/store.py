@@ -9,6 +9,7 @@ backend, tuned for its driver.
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
@@ -34,23 +35,23 @@ def _deleted(project: str, response_id: str) -> Returning[int]:
     return count
 
 
-class SQLStore:
+class SQLStore(ABC):
     """The calls both SQL backends make alike, on the backend's transactions."""
 
     dialect: ClassVar[Dialect]
     _cache: TurnCache
 
+    @abstractmethod
     async def _read(self, make: Make[T]) -> T:
         """Run the operation ``make`` returns in a read transaction."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _read_now(self, make: Make[T]) -> T:
         """Run a short, bounded read (SQLite runs it inline, on the writer connection)."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def _write(self, make: Make[T]) -> T:
         """Run the operation ``make`` returns in a write transaction."""
-        raise NotImplementedError
 
     # -- turns -------------------------------------------------------------------------
 
