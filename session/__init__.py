@@ -48,7 +48,7 @@ from .models import (
 )
 from .paging import Order, page_items
 from .sqlite import SQLiteStore
-from .store import SessionStore
+from .store import Conversations, Keys, SessionStore, StreamEvents, Turns, Upkeep, Usage
 from .usage import Pruned, UsageRecord, UsageRow, token_counts
 
 __all__ = [
@@ -62,6 +62,7 @@ __all__ = [
     "ChainTurn",
     "Conversation",
     "ConversationNotFound",
+    "Conversations",
     "InvalidCursor",
     "InvalidData",
     "Item",
@@ -69,6 +70,7 @@ __all__ = [
     "ItemNotFound",
     "ItemPage",
     "KeyNotFound",
+    "Keys",
     "MemoryStore",
     "Order",
     "PostgresSettings",
@@ -86,7 +88,11 @@ __all__ = [
     "SessionStore",
     "StoreUnavailable",
     "StoredResponse",
+    "StreamEvents",
     "TurnNotContinuable",
+    "Turns",
+    "Upkeep",
+    "Usage",
     "UsageRecord",
     "UsageRow",
     "assemble_chain",

@@ -1,4 +1,8 @@
-"""The interface every session backend implements."""
+"""The interface every session backend implements, in the parts its callers use.
+
+A caller types its store as the part it needs (turns, conversations, stream events, upkeep,
+keys, usage); :class:`SessionStore` is all of them, what a backend implements.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +16,9 @@ from .paging import Order
 from .usage import Pruned, UsageRecord, UsageRow
 
 
-class SessionStore(Protocol):
-    """Async storage of response turns, scoped by project.
-
-    A record of another project is never visible: it is reported as not found.
-    """
+class Turns(Protocol):
+    """Response turns, scoped by project: a record of another project is never visible,
+    it is reported as not found."""
 
     async def get(self, project: str, response_id: str) -> StoredResponse:
         """Return one stored turn; raise ``ResponseNotFound`` if absent."""
@@ -56,6 +58,10 @@ class SessionStore(Protocol):
     async def delete(self, project: str, response_id: str) -> None:
         """Delete one turn; raise ``ResponseNotFound`` if absent. Children are kept."""
         ...
+
+
+class Conversations(Protocol):
+    """Conversations and their items, scoped by project."""
 
     async def create_conversation(
         self, conversation: Conversation, items: list[Item]
@@ -111,6 +117,10 @@ class SessionStore(Protocol):
         """Delete one item; its sequence number is never reused."""
         ...
 
+
+class Upkeep(Protocol):
+    """What each instance sweeps: stale and orphaned turns, expired records."""
+
     async def fail_stale(self, before: float, error: Item) -> int:
         """Mark turns still ``in_progress``/``queued`` created before ``before`` as failed.
 
@@ -137,6 +147,14 @@ class SessionStore(Protocol):
         before ``before`` (Unix time). Safe to run on several instances at once."""
         ...
 
+    async def prune_events(self, before: float) -> int:
+        """Drop the events kept before ``before`` of responses that have finished."""
+        ...
+
+
+class Usage(Protocol):
+    """Token totals for operators."""
+
     async def usage(self, project: str | None, since: float) -> list[UsageRow]:
         """Token totals of the turns created since ``since``, and of the calls kept with
         :meth:`record_usage`, by project and model."""
@@ -145,6 +163,10 @@ class SessionStore(Protocol):
     async def record_usage(self, record: UsageRecord) -> None:
         """Keep the tokens of an upstream call that no stored turn holds (a compaction)."""
         ...
+
+
+class StreamEvents(Protocol):
+    """Background streams' events, kept for clients that resume."""
 
     async def append_events(
         self, project: str, response_id: str, events: list[tuple[int, str]]
@@ -158,20 +180,9 @@ class SessionStore(Protocol):
         """A response's kept events with a sequence number above ``after``, in order."""
         ...
 
-    async def prune_events(self, before: float) -> int:
-        """Drop the events kept before ``before`` of responses that have finished."""
-        ...
 
-    def agent(self, project: str = "default") -> AgentStore:
-        """The agent Store (conversations and messages for agent frameworks) of ``project``."""
-        ...
-
-    async def shared_secret(self, name: str, candidate: str) -> str:
-        """The secret stored as ``name``; ``candidate`` becomes it if none is stored yet.
-
-        Instances starting together agree: the first stored wins and all return it.
-        """
-        ...
+class Keys(Protocol):
+    """Managed API keys: their secrets' hashes, never the secrets."""
 
     async def create_key(self, key: ApiKey) -> None:
         """Store a managed API key (its secret's hash, never the secret)."""
@@ -187,6 +198,22 @@ class SessionStore(Protocol):
 
     async def revoke_key(self, key_id: str) -> ApiKey:
         """Mark a key revoked (again is a no-op); raise ``KeyNotFound`` if absent."""
+        ...
+
+
+class SessionStore(Turns, Conversations, Upkeep, Usage, StreamEvents, Keys, Protocol):
+    """Everything a session backend keeps: turns, conversations, stream events, usage, keys,
+    shared secrets and the agent Store."""
+
+    def agent(self, project: str = "default") -> AgentStore:
+        """The agent Store (conversations and messages for agent frameworks) of ``project``."""
+        ...
+
+    async def shared_secret(self, name: str, candidate: str) -> str:
+        """The secret stored as ``name``; ``candidate`` becomes it if none is stored yet.
+
+        Instances starting together agree: the first stored wins and all return it.
+        """
         ...
 
     async def ping(self) -> None:

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from session import SessionStore, hash_secret
+from session import Keys, hash_secret
 
 from ..auth_settings import AuthSettings
 from ..errors import APIError
@@ -70,7 +70,7 @@ class Authenticator:
     def __init__(
         self,
         settings: AuthSettings,
-        store: SessionStore,
+        store: Keys,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store

@@ -11,10 +11,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Protocol
 
 import orjson
 
-from session import SessionError, SessionStore, StoredResponse
+from session import SessionError, StoredResponse, StreamEvents, Turns
 
 from .events import TERMINAL_TYPES, StreamEvent, terminal_event
 
@@ -24,10 +25,14 @@ FLUSH_SECONDS = 0.05
 POLL_SECONDS = 0.1
 
 
+class ResumableStore(StreamEvents, Turns, Protocol):
+    """A stream's kept events and the record they belong to."""
+
+
 class EventLog:
     """Writes one stream's numbered events to the store behind it, in order."""
 
-    def __init__(self, store: SessionStore, project: str, response_id: str) -> None:
+    def __init__(self, store: StreamEvents, project: str, response_id: str) -> None:
         self._store = store
         self._key = (project, response_id)
         self._pending: list[tuple[int, str]] = []
@@ -58,14 +63,14 @@ class EventLog:
         await self.flush()
 
 
-async def _ended_at(store: SessionStore, record: StoredResponse, seq: int) -> bool:
+async def _ended_at(store: StreamEvents, record: StoredResponse, seq: int) -> bool:
     """Whether the kept event numbered ``seq`` is the stream's terminal event."""
     kept = await store.events_after(record.project, record.id, seq - 1, limit=1)
     return bool(kept) and kept[0][0] == seq and orjson.loads(kept[0][1])["type"] in TERMINAL_TYPES
 
 
 async def resumed(
-    store: SessionStore, record: StoredResponse, after: int
+    store: ResumableStore, record: StoredResponse, after: int
 ) -> AsyncIterator[list[StreamEvent]]:
     """Every kept event after ``after``, then the live tail, then the end.
 

@@ -14,7 +14,15 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from session import Item, ResponseSnapshot, SessionStore, StoredResponse, trusted
+from session import (
+    Conversations,
+    Item,
+    ResponseSnapshot,
+    SessionStore,
+    StoredResponse,
+    Turns,
+    trusted,
+)
 
 from ..api.request_body import CreateResponseBody
 from ..upstream import TurnResult, Upstream, UpstreamStream
@@ -55,6 +63,10 @@ class TurnRunner(Protocol):
         ...
 
 
+class TurnSaves(Turns, Conversations, Protocol):
+    """Where a finished turn is saved: with its conversation's new items."""
+
+
 def with_status(record: StoredResponse, status: str) -> StoredResponse:
     """``record`` moved to ``queued``, ``in_progress`` or ``cancelled``."""
     if status == "cancelled":
@@ -81,14 +93,14 @@ def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:
     )
 
 
-async def save_started(store: SessionStore, turn: Turn) -> None:
+async def save_started(store: Turns, turn: Turn) -> None:
     """Store the turn as it starts (``in_progress``, or ``queued``), unless ``store: false``."""
     if turn.store:
         await store.save(turn.record)
 
 
 async def save_finished(
-    store: SessionStore, turn: Turn, record: StoredResponse, *, started: bool
+    store: TurnSaves, turn: Turn, record: StoredResponse, *, started: bool
 ) -> None:
     """Store the finished turn (over its start when ``started``) and, if it succeeded,
     append its items to its conversation in the same transaction."""

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import time
 
-from session import SessionError, SessionStore
+from session import SessionError, Upkeep
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ async def paused(stop: asyncio.Event, seconds: float) -> bool:
 
 
 async def fail_stale_turns(
-    store: SessionStore,
+    store: Upkeep,
     stale_after: float,
     events_kept: float,
     interval: float,
@@ -54,7 +54,7 @@ async def fail_stale_turns(
 
 
 async def keep_alive(
-    store: SessionStore, instance_id: str, every: float, dead_after: float, stop: asyncio.Event
+    store: Upkeep, instance_id: str, every: float, dead_after: float, stop: asyncio.Event
 ) -> None:
     """Every ``every`` seconds (and at once), write this instance's heartbeat, then fail
     the unfinished turns of instances whose heartbeat is older than ``dead_after``.
@@ -79,7 +79,7 @@ PRUNE_PAUSE_SECONDS = 0.05
 
 
 async def prune_expired(
-    store: SessionStore, retention: float, interval: float, stop: asyncio.Event
+    store: Upkeep, retention: float, interval: float, stop: asyncio.Event
 ) -> None:
     """Every ``interval`` seconds (and at once), delete what is older than ``retention``.
 
