@@ -1,4 +1,6 @@
-"""Conversation state for the gateway: stored turns, the save policy and chain resolution.
+"""The state the gateway keeps: response turns and their chains, conversations, the save
+policy, background streams' events, API keys, token usage, and the agent Store with its
+framework adapters; in memory, in SQLite or in PostgreSQL.
 
 This package knows nothing of HTTP or upstream providers.
 """

@@ -1,4 +1,7 @@
-"""One turn: validate -> resolve context from the session -> call upstream -> build -> save."""
+"""The service that runs turns: it routes a model to its provider, resolves a turn's
+context (a chain or a conversation) and makes the turn; a non-streamed one it runs here,
+a streamed or background one it hands to :mod:`gateway.turn.streaming` or
+:mod:`gateway.turn.background`, which save it through :mod:`gateway.turn.lifecycle`."""
 
 from __future__ import annotations
 

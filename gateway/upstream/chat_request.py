@@ -1,4 +1,6 @@
-"""Responses request -> Chat Completions request. Pure: no I/O, no state between calls."""
+"""Responses request -> Chat Completions request, with no I/O. What carries over between
+calls is a provider's kept contexts (:class:`TranslatedInputs`): a chain's next turn
+translates only its own items."""
 
 from __future__ import annotations
 
