@@ -91,9 +91,6 @@ class ResponsesService:
             )
         return route
 
-    def client(self, provider: str) -> ProviderClient | None:
-        return self._clients.get(provider)
-
     def upstream(self, route: Route, model: str, project: str) -> MeteredUpstream:
         """The adapter for ``route``, every call of it metered under ``model``, ``project``."""
         inner = build_upstream(route, self._clients.get(route.provider_name))

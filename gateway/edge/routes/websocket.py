@@ -25,7 +25,8 @@ from session import Item, SessionError, normalise_input
 from ...api.request_body import CreateResponseBody, check_create_body, validate_body
 from ...api.response_object import response_object
 from ...errors import APIError, invalid_request
-from ...turn.lifecycle import finished, save_finished, save_started
+from ...turn.events import TERMINAL_EVENTS
+from ...turn.lifecycle import CONTINUABLE, finished, save_finished, save_started
 from ...turn.service import ResponsesService
 from ...upstream import TurnResult, UnsupportedInput, UpstreamError
 from ..auth import Caller
@@ -37,7 +38,7 @@ ROUTE = "/v1/responses"
 # Controls of WebSocket mode itself, never part of the request a model sees.
 _SOCKET_FIELDS = ("type", "generate", "stream_id", "client_metadata")
 # The ends of a response that a later one may continue from.
-_CONTINUABLE_ENDS = frozenset({"response.completed", "response.incomplete"})
+_CONTINUABLE_ENDS = frozenset(TERMINAL_EVENTS[status] for status in CONTINUABLE)
 
 
 @dataclass
