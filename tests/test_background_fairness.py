@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from gateway import create_app
-from gateway.turn.background_slots import FairSlots
+from gateway.turn.concurrency import FairSlots
 
 from .conftest import gateway_config
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream, Reply

@@ -136,12 +136,12 @@ def expand(
                 param=where,
                 code="invalid_encrypted_content",
             )
-        expanded = [i for i in expanded if _kept_by_compaction(i)]
+        expanded = [i for i in expanded if _survives_compaction(i)]
         expanded.append({"type": "message", "role": "user", "content": SUMMARY_FRAME + summary})
     return expanded
 
 
-def _kept_by_compaction(item: Item) -> bool:
+def _survives_compaction(item: Item) -> bool:
     """What a compaction leaves in place: the user's (and system) messages."""
     return item.get("type", "message") == "message" and item.get("role") in (
         "user",
@@ -281,25 +281,28 @@ class AutoCompacting:
         inner: Upstream,
         sealer: Sealer,
         project: str,
-        history: int,
-        keep_usage: Callable[[Item | None], Awaitable[None]],
+        history_count: int,
+        record_usage: Callable[[Item | None], Awaitable[None]],
     ) -> None:
         self._inner = inner
         self.capabilities = inner.capabilities
         self._sealer = sealer
         self._project = project
-        self._history = history
-        self._keep_usage = keep_usage  # the summary's tokens: the response's are its own
+        self._history_count = history_count
+        self._record_usage = record_usage  # the summary's tokens: the response's are its own
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
-        past, current = request["input"][: self._history], request["input"][self._history :]
+        past, current = (
+            request["input"][: self._history_count],
+            request["input"][self._history_count :],
+        )
         summary, usage = await summarise(self._inner, request["model"], past)
-        await self._keep_usage(usage)
+        await self._record_usage(usage)
         item = compacted_output(self._sealer, self._project, [], summary)[-1]
-        kept = [entry for entry in past if _kept_by_compaction(entry)]
+        survivors = [entry for entry in past if _survives_compaction(entry)]
         summary_message = {"type": "message", "role": "user", "content": SUMMARY_FRAME + summary}
-        compacted = {**request, "input": [*kept, summary_message, *current]}
+        compacted = {**request, "input": [*survivors, summary_message, *current]}
         async with self._inner.open(compacted, stream=stream) as events:
             yield _after(item, events)
 

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from session import Item
 
 from ..upstream.errors import UpstreamError, UpstreamRejected
-
-if TYPE_CHECKING:
-    from .tokens import TokenCounter
+from .tokens import TokenCounter
 
 CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
 _OVERFLOW = re.compile(
@@ -65,16 +62,16 @@ def fit(history: Sequence[Item], sizes: Sequence[int], budget: int) -> list[Item
 
 
 async def truncated(
-    request: Item, history: int, counter: TokenCounter, window: int
+    request: Item, history_count: int, counter: TokenCounter, window: int
 ) -> tuple[Item, int] | None:
-    """``request`` with the oldest turns of its first ``history`` input items dropped so
-    that it fits ``window`` tokens (its ``max_output_tokens`` kept free), and how many
+    """``request`` with the oldest turns of its first ``history_count`` input items dropped so
+    that it fits ``window`` tokens (its ``max_output_tokens`` left free), and how many
     history items are left; ``None`` if nothing could be dropped."""
     items: list[Item] = request["input"]
-    past, current = items[:history], items[history:]
+    past, current = items[:history_count], items[history_count:]
     sizes = await counter.item_sizes(past)
     fixed = await counter.count({**request, "input": current})
-    kept = fit(past, sizes, window - fixed - (request.get("max_output_tokens") or 0))
-    if len(kept) == len(past):
+    fitting = fit(past, sizes, window - fixed - (request.get("max_output_tokens") or 0))
+    if len(fitting) == len(past):
         return None
-    return {**request, "input": [*kept, *current]}, len(kept)
+    return {**request, "input": [*fitting, *current]}, len(fitting)

@@ -109,18 +109,18 @@ def create_app(
                 for name, provider in config.providers.items()
                 if provider.wire_api != "echo"
             }
-            kept = measured(opened, metrics)
-            secret = config.compaction.secret or await kept.shared_secret(
+            measured_store = measured(opened, metrics)
+            secret = config.compaction.secret or await measured_store.shared_secret(
                 "compaction", secrets.token_urlsafe(32)
             )
-            service = ResponsesService(kept, config, clients, metrics, Sealer(secret))
+            service = ResponsesService(measured_store, config, clients, metrics, Sealer(secret))
             app.state.service = service
-            app.state.authenticator = Authenticator(config.auth, kept)
+            app.state.authenticator = Authenticator(config.auth, measured_store)
             stop_upkeep = asyncio.Event()
             upkeep = [
                 asyncio.create_task(
                     fail_stale_turns(
-                        kept,
+                        measured_store,
                         config.stale_after_seconds(),
                         config.session.stream_events_seconds,
                         SWEEP_INTERVAL_SECONDS,
@@ -129,7 +129,7 @@ def create_app(
                 ),
                 asyncio.create_task(
                     keep_alive(
-                        kept,
+                        measured_store,
                         service.instance_id,
                         config.server.heartbeat_seconds,
                         config.server.heartbeat_timeout_seconds,
@@ -140,7 +140,9 @@ def create_app(
             if (retention := config.session.retention) is not None:
                 sweep_every = config.session.retention_sweep_seconds
                 upkeep.append(
-                    asyncio.create_task(prune_expired(kept, retention, sweep_every, stop_upkeep))
+                    asyncio.create_task(
+                        prune_expired(measured_store, retention, sweep_every, stop_upkeep)
+                    )
                 )
             try:
                 yield

@@ -2,7 +2,7 @@
 
 The task opens the turn (conversation lock, context) and stores it ``queued``; until then
 any failure is the create request's own HTTP error. It waits for a background slot of
-its provider (see :mod:`gateway.turn.background_slots`), then stores ``in_progress``, calls
+its provider (see :mod:`gateway.turn.concurrency`), then stores ``in_progress``, calls
 the upstream and stores how it ended. ``POST /v1/responses/{id}/cancel`` cancels the task
 (the turn is stored ``cancelled``); a shutdown past its grace period cancels the rest
 (stored ``failed``). A turn whose instance died is failed once that instance's
@@ -16,19 +16,15 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING
 
 from session import SaveConflict, StoredResponse
 
+from ..api.request_body import CreateResponseBody
 from ..config import ProviderSettings
 from ..upstream import TurnResult, UpstreamError
 from ..upstream.results import failed_result
-from .background_slots import FairSlots
-from .cancellable import CancellableTurns
+from .concurrency import CancellableTurns, FairSlots
 from .lifecycle import Turn, TurnRunner, finished, save_finished, save_started, with_status
-
-if TYPE_CHECKING:
-    from ..api.request_body import CreateResponseBody
 
 logger = logging.getLogger(__name__)
 

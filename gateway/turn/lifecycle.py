@@ -41,7 +41,7 @@ class Turn:
     upstream_request: Item
     max_stream_seconds: float
     provider: str
-    history: int  # how many of ``upstream_request["input"]`` come before this turn's own
+    history_count: int  # how many of ``upstream_request["input"]`` come before this turn's own
     truncation: bool  # ``truncation: "auto"``: the history may be cut to fit
 
 

@@ -30,7 +30,7 @@ from session import (
     trusted,
 )
 
-from ..api.request_body import CreateResponseBody
+from ..api.request_body import CreateResponseBody, InputTokensBody
 from ..api.response_object import response_object
 from ..config import GatewayConfig, Route
 from ..context.compaction import AutoCompacting, CompactingUpstream, Sealer, compact_threshold
@@ -48,9 +48,10 @@ from ..observability.metrics import Metrics
 from ..upstream import ProviderClient, TurnResult, Upstream, UpstreamError, build_upstream
 from ..upstream.base import Replay, UpstreamStream
 from .background import BackgroundTurns
+from .concurrency import KeyedLocks
+from .context_requests import Context, compact, count_input_tokens
 from .events import StreamEvent
 from .lifecycle import UNFINISHED, Turn, finished, save_finished, with_status
-from .locks import KeyedLocks
 from .stateless import stateless_request
 from .streaming import StreamedTurns
 
@@ -96,7 +97,7 @@ class ResponsesService:
         inner = build_upstream(route, self._clients.get(route.provider_name))
         return MeteredUpstream(inner, self.metrics, route.provider_name, model, project)
 
-    async def keep_usage(self, project: str, model: str, usage: Item | None) -> None:
+    async def record_usage(self, project: str, model: str, usage: Item | None) -> None:
         """Keep the tokens of a call that no stored turn holds (a summary for a compaction)
         for ``gateway usage``; the answer it paid for is not lost if the store is down."""
         if not usage:
@@ -105,11 +106,33 @@ class ResponsesService:
         try:
             await self.store.record_usage(record)
         except SessionError as error:
-            logger.warning("the usage of a compaction was not kept: %s", error.message)
+            logger.warning("the usage of a compaction was not history_count: %s", error.message)
+
+    async def compact(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
+        """``POST /v1/responses/compact``: the compacted window of the request's context."""
+        route = self.route(body.model)
+        upstream = self.upstream(route, body.model, project)
+        context = await self._resolve(body, project)
+        answer, usage = await compact(body, route, upstream, context, self.sealer, project)
+        await self.record_usage(project, body.model, usage)
+        return answer
+
+    async def count_input_tokens(self, body: InputTokensBody, project: str) -> int:
+        """``POST /v1/responses/input_tokens``: the tokens of the whole resolved context."""
+        route = self.route(body.model) if body.model is not None else None
+        upstream = self.upstream(route, body.model, project) if route and body.model else None
+        context = await self._resolve(body, project)
+        return await count_input_tokens(body, route, upstream, context, self.token_counter)
 
     async def history(self, body: CreateResponseBody, project: str) -> list[Item]:
         """The items that precede this request's input: its chain or its conversation."""
         return (await self._history_and_types(body, project))[0]
+
+    async def _resolve(self, body: CreateResponseBody, project: str) -> Context:
+        """The request's context as a turn would see it."""
+        history = await self.history(body, project)
+        own = normalise_input(body.input)
+        return Context(history, own, model_context(self.sealer, project, history, own))
 
     async def _history_and_types(
         self, body: CreateResponseBody, project: str
@@ -169,13 +192,15 @@ class ResponsesService:
             )
             items = model_context(self.sealer, project, history, snapshot.input, types)
             request = stateless_request(body, route, items)
-            kept, truncation = len(history), body.truncation == "auto"
+            history_count, truncation = len(history), body.truncation == "auto"
             if truncation and route.context_window is not None:
-                shorter = await truncated(request, kept, self.token_counter, route.context_window)
-                request, kept = shorter or (request, kept)
+                shorter = await truncated(
+                    request, history_count, self.token_counter, route.context_window
+                )
+                request, history_count = shorter or (request, history_count)
             upstream: Upstream = self.upstream(route, body.model, project)
             if upstream.capabilities.compact is None:  # else it compacts by itself
-                upstream = await self._compacting(upstream, body, project, request, kept)
+                upstream = await self._compacting(upstream, body, project, request, history_count)
             yield Turn(
                 record,
                 body.store,
@@ -183,21 +208,30 @@ class ResponsesService:
                 request,
                 route.provider.max_stream_seconds,
                 route.provider_name,
-                kept,
+                history_count,
                 truncation,
             )
 
     async def _compacting(
-        self, upstream: Upstream, body: CreateResponseBody, project: str, request: Item, kept: int
+        self,
+        upstream: Upstream,
+        body: CreateResponseBody,
+        project: str,
+        request: Item,
+        history_count: int,
     ) -> Upstream:
         """The upstream that compacts first, when the request asks for it (see compaction)."""
         items = request["input"]
         if items and items[-1].get("type") == "compaction_trigger":
             return CompactingUpstream(upstream, self.sealer, project)
         threshold = compact_threshold((body.model_extra or {}).get("context_management"))
-        if threshold is not None and kept and await self.token_counter.count(request) > threshold:
-            keep = functools.partial(self.keep_usage, project, body.model)
-            return AutoCompacting(upstream, self.sealer, project, kept, keep)
+        if (
+            threshold is not None
+            and history_count
+            and await self.token_counter.count(request) > threshold
+        ):
+            keep = functools.partial(self.record_usage, project, body.model)
+            return AutoCompacting(upstream, self.sealer, project, history_count, keep)
         return upstream
 
     @asynccontextmanager
@@ -231,10 +265,10 @@ class ResponsesService:
         """Drop the oldest turns of the request to fit the limit the refusal names (or half)."""
         request = turn.upstream_request
         window = stated_limit(overflow) or await self.token_counter.count(request) // 2
-        shorter = await truncated(request, turn.history, self.token_counter, window)
+        shorter = await truncated(request, turn.history_count, self.token_counter, window)
         if shorter is None:
             return False
-        turn.upstream_request, turn.history = shorter
+        turn.upstream_request, turn.history_count = shorter
         return True
 
     async def respond(self, body: CreateResponseBody, project: str) -> dict[str, Any]:

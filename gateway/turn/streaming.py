@@ -16,22 +16,20 @@ import contextlib
 import itertools
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import Gauge
 
 from session import Item, SaveConflict, StoredResponse
 
+from ..api.request_body import CreateResponseBody
 from ..api.response_object import response_object
 from ..upstream import TurnResult, UpstreamStream
 from ..upstream.results import failed_result
-from .cancellable import CancellableTurns
+from .concurrency import CancellableTurns
 from .event_log import EventLog
 from .events import TERMINAL_EVENTS, StreamEvent, numbered
 from .lifecycle import Turn, TurnRunner, finished, save_finished, save_started, with_status
-
-if TYPE_CHECKING:
-    from ..api.request_body import CreateResponseBody
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Responses request -> Chat Completions request, with no I/O. What carries over between
-calls is a provider's kept contexts (:class:`TranslatedInputs`): a chain's next turn
+calls is a provider's translation cache (:class:`TranslatedInputs`): a chain's next turn
 translates only its own items."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 
 from .errors import UnsupportedInput
-from .kept_contexts import KeptContexts, answer_end, joined, object_with_array
 from .output_builder import ToolName
 from .results import Item
+from .translation_cache import KeptContexts, answer_end, joined, object_with_array
 
 NAMESPACE_SEPARATOR = "__"
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
@@ -173,7 +173,7 @@ class _Translated:
 
 class TranslatedInputs:
     """Earlier requests' context, up to the model's last answer, as chat messages and
-    their JSON (see :mod:`.kept_contexts`): a chain's next turn translates its own items."""
+    their JSON (see :mod:`.translation_cache`): a chain's next turn translates its own items."""
 
     def __init__(self, max_entries: int = 16, max_items: int = 100_000, min_items: int = 8) -> None:
         self._kept = KeptContexts[_Translated](max_entries, max_items, min_items)
@@ -189,7 +189,9 @@ class TranslatedInputs:
             messages = _Messages()
         else:
             made = done.made
-            messages = _Messages(list(made.messages), list(made.reasoning))  # copies: kept stays
+            messages = _Messages(
+                list(made.messages), list(made.reasoning)
+            )  # copies: the cached ones stay
             messages.encoded = made.head()
         start = len(done.items) if done else 0
         if start < context:

@@ -30,7 +30,7 @@ from .errors import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
-from .kept_contexts import EncodedInputs
+from .translation_cache import EncodedInputs
 
 logger = logging.getLogger("gateway.upstream")
 

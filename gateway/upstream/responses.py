@@ -19,8 +19,8 @@ from session import new_item_id
 from .base import Capabilities, Replay, UpstreamStream
 from .errors import UpstreamError, UpstreamInvalidResponse
 from .http import ProviderClient, describe_stream_failure, scrub
-from .kept_contexts import EncodedInputs, object_with_array
 from .results import Event, Item, TurnResult, complete_usage, failed_result
+from .translation_cache import EncodedInputs, object_with_array
 
 # The fields OpenAI's count endpoint takes, of a stateless request.
 _COUNTED_FIELDS = (

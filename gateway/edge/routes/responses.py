@@ -11,9 +11,7 @@ from starlette.routing import Route
 from ...api.request_body import InputTokensBody, check_create_body, parse_create_body, validate_body
 from ...api.response_object import response_object
 from ...errors import invalid_request
-from ...turn.compact import compact_conversation
 from ...turn.event_log import resumed
-from ...turn.input_tokens import count_input_tokens
 from ..json_response import EventStream, JSONResponse
 from .common import project, query_choice, query_int, read_body, service
 
@@ -34,13 +32,13 @@ async def cancel_response(request: Request) -> Response:
 
 async def input_tokens(request: Request) -> Response:
     body = check_create_body(validate_body(InputTokensBody, await read_body(request)))
-    tokens = await count_input_tokens(service(request), body, project(request))
+    tokens = await service(request).count_input_tokens(body, project(request))
     return JSONResponse({"object": "response.input_tokens", "input_tokens": tokens})
 
 
 async def compact(request: Request) -> Response:
     body = parse_create_body(await read_body(request))
-    return JSONResponse(await compact_conversation(service(request), body, project(request)))
+    return JSONResponse(await service(request).compact(body, project(request)))
 
 
 async def retrieve_response(request: Request) -> Response:

@@ -1,11 +1,16 @@
-"""Fair shares of a provider's connections for background turns.
+"""What turns running at once share: per-key locks, cancellable tasks and fair slots.
 
-Background turns of one provider may hold at most ``total`` of its connections at once,
-and one project at most ``per_project`` of them: the rest of the pool stays free for
-turns a client waits for, and one project's backlog cannot hold every background slot.
-A turn past its share waits, ``queued``; a freed slot goes to the waiting project that
-holds the fewest (among equals, the one served longest ago), each project's turns in
-the order they came.
+- :class:`KeyedLocks` serialises the turns of one conversation; a lock exists only while
+  someone holds or awaits it.
+- :class:`CancellableTurns` holds the tasks running this instance's streamed and
+  background turns, by response id, which their clients may cancel.
+- :class:`FairSlots` shares a provider's connections fairly between projects' background
+  turns. Background turns of one provider may hold at most ``total`` of its connections
+  at once, and one project at most ``per_project`` of them: the rest of the pool stays
+  free for turns a client waits for, and one project's backlog cannot hold every
+  background slot. A turn past its share waits, ``queued``; a freed slot goes to the
+  waiting project that holds the fewest (among equals, the one served longest ago), each
+  project's turns in the order they came.
 """
 
 from __future__ import annotations
@@ -15,6 +20,60 @@ import itertools
 from collections import Counter, deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+
+
+class KeyedLocks:
+    """``async with locks.hold(key)`` serialises the holders of one key."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+
+class CancellableTurns:
+    """Tasks by response id; :meth:`cancel` stops one and remembers that a client did."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._cancelled: set[str] = set()
+
+    def add(self, response_id: str, task: asyncio.Task[None]) -> None:
+        self._tasks[response_id] = task
+        task.add_done_callback(lambda _: self._forget(response_id))
+
+    def _forget(self, response_id: str) -> None:
+        self._tasks.pop(response_id, None)
+        self._cancelled.discard(response_id)
+
+    def tasks(self) -> set[asyncio.Task[None]]:
+        return set(self._tasks.values())
+
+    def cancelled_by_client(self, response_id: str) -> bool:
+        """Whether the task ends because its client cancelled it (not a shutdown)."""
+        return response_id in self._cancelled
+
+    async def cancel(self, response_id: str) -> bool:
+        """Cancel the turn if it runs here; True once its task has ended (stored)."""
+        task = self._tasks.get(response_id)
+        if task is None:
+            return False
+        self._cancelled.add(response_id)
+        task.cancel()
+        await asyncio.wait({task})
+        return True
 
 
 class FairSlots:

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from gateway.upstream.kept_contexts import EncodedInputs, object_with_array
 from gateway.upstream.responses import upstream_body, upstream_payload
+from gateway.upstream.translation_cache import EncodedInputs, object_with_array
 
 from .conftest import Gateway
 
