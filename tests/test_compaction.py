@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from gateway import create_app
-from gateway.context.compaction import PROMPT, SUMMARY_FRAME, Sealer, expand
+from gateway.context.compaction import PROMPT, SUMMARY_FRAME, expand
+from gateway.sealing import Sealer
 
 from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream, Reply

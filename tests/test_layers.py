@@ -2,8 +2,8 @@
 
 From the top: ``cli``, ``edge`` (HTTP and WebSocket), ``turn``, ``context``,
 ``observability``, ``api``, ``upstream``, then the base (``config``, ``auth_settings``,
-``errors``); ``session`` below them all never imports ``gateway``. The web framework and the
-server are the edge's alone. Imports made only for type checking count too.
+``errors``, ``sealing``); ``session`` below them all never imports ``gateway``. The web
+framework and the server are the edge's alone. Imports made only for type checking count too.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ LAYERS = {
     "config": 0,
     "auth_settings": 0,
     "errors": 0,
+    "sealing": 0,
     "upstream": 1,
     "api": 2,
     "observability": 3,

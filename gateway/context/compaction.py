@@ -10,24 +10,17 @@ framed as earlier context, in its place (and in place of what it replaced).
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
 from session import Item, new_id
 
 from ..errors import invalid_request, server_error
+from ..sealing import COMPACTION_PREFIX, Sealer
 from ..upstream import TurnResult, Upstream
 from ..upstream.base import Replay, UpstreamStream
-
-TOKEN_PREFIX = "gwc1."
 
 PROMPT = """You compact the transcript of a working session between a user and an AI \
 assistant (often a coding agent with tools) so that the work can go on in a fresh context \
@@ -47,32 +40,12 @@ Be terse: short bullet lists under those headings, no pleasantries, nothing supe
 SUMMARY_FRAME = "Summary of the earlier part of this conversation (compacted):\n\n"
 
 
-class Sealer:
-    """Seals summaries for one project and opens them again; nothing else can."""
-
-    def __init__(self, secret: str) -> None:
-        self._aead = AESGCM(hashlib.sha256(secret.encode()).digest())
-
-    def seal(self, project: str, summary: str) -> str:
-        nonce = os.urandom(12)
-        sealed = self._aead.encrypt(nonce, summary.encode(), project.encode())
-        return TOKEN_PREFIX + base64.urlsafe_b64encode(nonce + sealed).decode()
-
-    def open(self, project: str, token: str) -> str | None:
-        """The summary, or ``None`` if the token was not sealed here for ``project``."""
-        try:
-            raw = base64.urlsafe_b64decode(token.removeprefix(TOKEN_PREFIX))
-            return self._aead.decrypt(raw[:12], raw[12:], project.encode()).decode()
-        except (ValueError, InvalidTag):
-            return None
-
-
 def is_ours(item: Item) -> bool:
     content = item.get("encrypted_content")
     return (
         item.get("type") == "compaction"
         and isinstance(content, str)
-        and (content.startswith(TOKEN_PREFIX))
+        and (content.startswith(COMPACTION_PREFIX))
     )
 
 

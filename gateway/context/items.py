@@ -10,7 +10,8 @@ from __future__ import annotations
 from session import Item
 
 from ..errors import invalid_request
-from .compaction import Sealer, expand
+from ..sealing import Sealer
+from .compaction import expand
 
 _TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 

@@ -19,10 +19,10 @@ from session import SessionError, SessionStore, build_store
 from session.agent_store import StoreError
 
 from ..config import GatewayConfig
-from ..context.compaction import Sealer
 from ..errors import APIError, server_error
 from ..observability.measured_store import measured
 from ..observability.metrics import Metrics
+from ..sealing import Sealer
 from ..turn.service import ResponsesService
 from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
 from ..upstream import ProviderClient, UnsupportedInput, UpstreamError

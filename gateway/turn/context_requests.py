@@ -16,9 +16,10 @@ from session import Item
 
 from ..api.request_body import CreateResponseBody
 from ..config import Route
-from ..context.compaction import Sealer, compacted_output, compaction_object, is_ours, summarise
+from ..context.compaction import compacted_output, compaction_object, is_ours, summarise
 from ..context.tokens import TokenCounter
 from ..errors import invalid_request
+from ..sealing import Sealer
 from ..upstream import Upstream
 from .stateless import stateless_request
 

@@ -33,7 +33,7 @@ from session import (
 from ..api.request_body import CreateResponseBody, InputTokensBody
 from ..api.response_object import response_object
 from ..config import GatewayConfig, Route
-from ..context.compaction import AutoCompacting, CompactingUpstream, Sealer, compact_threshold
+from ..context.compaction import AutoCompacting, CompactingUpstream, compact_threshold
 from ..context.items import model_context
 from ..context.tokens import TokenCounter
 from ..context.truncation import (
@@ -45,6 +45,7 @@ from ..context.truncation import (
 from ..errors import APIError, invalid_request, not_found, previous_response_not_found, server_error
 from ..observability.metered import MeteredUpstream
 from ..observability.metrics import Metrics
+from ..sealing import Sealer
 from ..upstream import ProviderClient, TurnResult, Upstream, UpstreamError, build_upstream
 from ..upstream.base import Replay, UpstreamStream
 from .background import BackgroundTurns
