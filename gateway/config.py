@@ -15,7 +15,8 @@ from session import SessionSettings
 
 from .auth_settings import AuthSettings
 
-WireApi = Literal["chat_completions", "responses", "echo"]
+WireApi = Literal["chat_completions", "responses", "anthropic", "echo"]
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -79,9 +80,14 @@ class ProviderSettings(_Section):
     background_connections: int | None = Field(default=None, ge=1)
     background_connections_per_project: int | None = Field(default=None, ge=1)
     headers: dict[str, str] = Field(default_factory=dict)
+    # ``wire_api: anthropic`` only: the Messages API's version and beta headers.
+    anthropic_version: str = "2023-06-01"
+    anthropic_beta: str | None = None
 
     @model_validator(mode="after")
     def _needs_base_url(self) -> ProviderSettings:
+        if self.wire_api == "anthropic" and not self.base_url:
+            self.base_url = ANTHROPIC_BASE_URL
         if self.wire_api != "echo" and not self.base_url:
             raise ValueError(f"base_url is required for wire_api {self.wire_api!r}")
         return self
@@ -128,10 +134,38 @@ class CodexModelSettings(_Section):
     priority: int = 0
 
 
+DEFAULT_MAX_OUTPUT_TOKENS = 8192
+# Thinking tokens per reasoning effort, for models that take a budget (``budget_tokens``).
+DEFAULT_THINKING_BUDGETS: dict[Effort, int] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 32768,
+}
+
+
+class ThinkingSettings(_Section):
+    """How a client's ``reasoning.effort`` maps to a Messages API model's thinking.
+
+    ``budget``: ``thinking.budget_tokens`` from ``budgets`` (kept below ``max_tokens``);
+    ``adaptive``: adaptive thinking with ``output_config.effort``, for models that refuse a
+    budget; ``off``: never think.
+    """
+
+    mode: Literal["budget", "adaptive", "off"] = "budget"
+    budgets: dict[Effort, int] = Field(default_factory=lambda: dict(DEFAULT_THINKING_BUDGETS))
+
+
 class ModelRoute(_Section):
     provider: str
     upstream_model: str | None = None
     context_window: int | None = Field(default=None, ge=1)
+    # ``wire_api: anthropic``: the ``max_tokens`` sent when the client sets no
+    # ``max_output_tokens`` (the API requires one), thinking, and prompt caching.
+    max_output_tokens: int = Field(default=DEFAULT_MAX_OUTPUT_TOKENS, ge=1)
+    thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
+    prompt_cache: Literal["auto", "off"] = "auto"
     codex: CodexModelSettings = Field(default_factory=CodexModelSettings)
 
 
@@ -142,6 +176,9 @@ class Route(BaseModel):
     provider: ProviderSettings
     upstream_model: str
     context_window: int | None = None
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
+    prompt_cache: Literal["auto", "off"] = "auto"
 
 
 class CompactionSettings(_Section):
@@ -196,17 +233,19 @@ class GatewayConfig(_Section):
         """Return where ``model`` goes, or ``None`` if nothing routes it."""
         listed = self.models.get(model)
         if listed is not None:
-            name, upstream = listed.provider, listed.upstream_model or model
-        elif self.default_provider is not None:
-            name, upstream = self.default_provider, model
-        else:
-            return None
-        return Route(
-            provider_name=name,
-            provider=self.providers[name],
-            upstream_model=upstream,
-            context_window=listed.context_window if listed is not None else None,
-        )
+            return Route(
+                provider_name=listed.provider,
+                provider=self.providers[listed.provider],
+                upstream_model=listed.upstream_model or model,
+                context_window=listed.context_window,
+                max_output_tokens=listed.max_output_tokens,
+                thinking=listed.thinking,
+                prompt_cache=listed.prompt_cache,
+            )
+        if self.default_provider is not None:
+            name = self.default_provider
+            return Route(provider_name=name, provider=self.providers[name], upstream_model=model)
+        return None
 
 
 def substitute_env(value: Any, env: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:

@@ -1,8 +1,8 @@
 """The context a request puts before the model: its history, then its own items.
 
 Turns, token counts and compactions all read it through :func:`model_context`, so each
-refuses the same input: a compaction item that was not sealed here for the project, or a
-tool output whose call the context does not hold.
+refuses the same input: a compaction item or reasoning state that was not sealed here for
+the project, or a tool output whose call the context does not hold.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from session import Item
 
 from ..errors import invalid_request
-from ..sealing import Sealer
+from ..sealing import REASONING_PREFIX, Sealer
 from .compaction import expand
 
 _TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -27,7 +27,30 @@ def model_context(
     output of ``own`` checked against the calls before it."""
     items = expand(sealer, project, history, own, history_types)
     check_tool_outputs(items, len(items) - len(own))
+    check_reasoning_state(sealer, project, own)
     return items
+
+
+def check_reasoning_state(sealer: Sealer, project: str, own: list[Item]) -> None:
+    """A 400 ``invalid_encrypted_content`` for a reasoning item of ``own`` whose state claims
+    to be sealed by the gateway but does not open for ``project`` (tampered, or another's).
+
+    Stored items were sealed here and are not checked again; a provider's own
+    ``encrypted_content`` (not the gateway's) is its provider's to judge.
+    """
+    for index, item in enumerate(own):
+        token = item.get("encrypted_content")
+        if (
+            item.get("type") == "reasoning"
+            and isinstance(token, str)
+            and token.startswith(REASONING_PREFIX)
+            and sealer.open(project, token, REASONING_PREFIX) is None
+        ):
+            raise invalid_request(
+                "The encrypted content of this reasoning item could not be verified.",
+                param=f"input[{index}].encrypted_content",
+                code="invalid_encrypted_content",
+            )
 
 
 def check_tool_outputs(items: list[Item], first_own: int) -> None:

@@ -20,7 +20,9 @@ _OVERFLOW = re.compile(
     r"|input is too long|exceeds? the (model'?s? )?(maximum|limit)",
     re.IGNORECASE,
 )
-_LIMIT = re.compile(r"maximum context length is (\d+)", re.IGNORECASE)
+# "maximum context length is 8192" (OpenAI, vLLM), "prompt is too long: 210000 tokens >
+# 200000 maximum" (Anthropic)
+_LIMIT = re.compile(r"maximum context length is (\d+)|> (\d+) maximum", re.IGNORECASE)
 
 
 def is_context_overflow(error: UpstreamError) -> bool:
@@ -33,9 +35,10 @@ def is_context_overflow(error: UpstreamError) -> bool:
 
 
 def stated_limit(error: UpstreamError) -> int | None:
-    """The context window an upstream's error message names (vLLM, OpenAI, DeepSeek do)."""
+    """The context window an upstream's error message names (vLLM, OpenAI, DeepSeek,
+    Anthropic do)."""
     found = _LIMIT.search(error.message)
-    return int(found.group(1)) if found else None
+    return int(found.group(1) or found.group(2)) if found else None
 
 
 def cut_points(history: Sequence[Item]) -> list[int]:

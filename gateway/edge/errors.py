@@ -81,6 +81,9 @@ def from_upstream_error(error: UpstreamError | UnsupportedInput) -> APIError:
             )
         if error.status == 503:
             return server_error(503, error.message, "upstream_unavailable", error.retry_after)
+        if error.status == 529:  # Anthropic's "overloaded": worth trying again shortly
+            retry_after = error.retry_after or RETRY_AFTER_SECONDS
+            return server_error(503, error.message, "upstream_overloaded", retry_after)
         if error.status >= 500:
             return server_error(502, error.message, "upstream_error")
         return APIError(

@@ -46,7 +46,14 @@ from ..errors import APIError, invalid_request, not_found, previous_response_not
 from ..observability.metered import MeteredUpstream
 from ..observability.metrics import Metrics
 from ..sealing import Sealer
-from ..upstream import ProviderClient, TurnResult, Upstream, UpstreamError, build_upstream
+from ..upstream import (
+    ProviderClient,
+    ReasoningState,
+    TurnResult,
+    Upstream,
+    UpstreamError,
+    build_upstream,
+)
 from ..upstream.base import Replay, UpstreamStream
 from .background import BackgroundTurns
 from .concurrency import KeyedLocks
@@ -95,7 +102,9 @@ class ResponsesService:
 
     def upstream(self, route: Route, model: str, project: str) -> MeteredUpstream:
         """The adapter for ``route``, every call of it metered under ``model``, ``project``."""
-        inner = build_upstream(route, self._clients.get(route.provider_name))
+        origin = f"{route.provider_name}/{route.upstream_model}"
+        state = ReasoningState(self.sealer, project, origin)
+        inner = build_upstream(route, self._clients.get(route.provider_name), state)
         return MeteredUpstream(inner, self.metrics, route.provider_name, model, project)
 
     async def record_usage(self, project: str, model: str, usage: Item | None) -> None:

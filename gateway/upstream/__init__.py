@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from ..config import Route
+from .anthropic import AnthropicUpstream
 from .base import Upstream, UpstreamStream
 from .chat_completions import ChatCompletionsUpstream
 from .echo import EchoUpstream
 from .errors import UnsupportedInput, UpstreamError
 from .http import ProviderClient
+from .reasoning_state import ReasoningState
 from .responses import ResponsesUpstream
 from .results import Event, TurnResult
 
 __all__ = [
     "Event",
     "ProviderClient",
+    "ReasoningState",
     "TurnResult",
     "UnsupportedInput",
     "Upstream",
@@ -23,9 +26,12 @@ __all__ = [
 ]
 
 
-def build_upstream(route: Route, client: ProviderClient | None) -> Upstream:
-    """The adapter for ``route``'s provider (cheap: made per request)."""
+def build_upstream(route: Route, client: ProviderClient | None, state: ReasoningState) -> Upstream:
+    """The adapter for ``route``'s provider (cheap: made per request); ``state`` seals and
+    opens the reasoning state of its model for the request's project."""
     wire = route.provider.wire_api
+    if client is not None and wire == "anthropic":
+        return AnthropicUpstream(client, route, state)
     if client is not None and wire == "chat_completions":
         return ChatCompletionsUpstream(client)
     if client is not None and wire == "responses":

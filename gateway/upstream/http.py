@@ -112,7 +112,13 @@ class ProviderClient:
         self._session = session
         self._slots = asyncio.Semaphore(settings.max_connections)
         self._headers = {**settings.headers, "Content-Type": "application/json"}
-        if settings.api_key:
+        if settings.wire_api == "anthropic":
+            self._headers["anthropic-version"] = settings.anthropic_version
+            if settings.anthropic_beta:
+                self._headers["anthropic-beta"] = settings.anthropic_beta
+            if settings.api_key:
+                self._headers["x-api-key"] = settings.api_key
+        elif settings.api_key:
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
         self._base_url = (settings.base_url or "").rstrip("/")
         # A whole answer, and a stream's head, are bounded by ``timeout_seconds`` around

@@ -87,6 +87,17 @@ class OutputBuilder:
             events.append({**delta, "summary_index": 0})
         return events
 
+    def reasoning_end(self, encrypted_content: str | None = None) -> list[Event]:
+        """Close the open reasoning item (opening an empty one if none is open), with the
+        provider's opaque state for the next turn: one item per thinking block."""
+        events = [] if self._reasoning_index is not None else self._open_reasoning()
+        index = self._reasoning_index
+        assert index is not None
+        if encrypted_content is not None:
+            self.output[index]["encrypted_content"] = encrypted_content
+        self._reasoning_index = None
+        return [*events, *self._close_reasoning(index, "completed")]
+
     def text(self, text: str, logprobs: list[Item] | None = None) -> list[Event]:
         """Output text, with the log probabilities of its tokens when the upstream sent them."""
         if not text:

@@ -1,0 +1,351 @@
+"""Responses request -> Messages API request, with no I/O.
+
+The resolved context becomes ``system`` and alternating ``user``/``assistant`` messages:
+instructions, system and developer items go to ``system``; tool calls become ``tool_use``
+blocks and their outputs ``tool_result`` blocks, first in the next user message; the
+thinking blocks an earlier turn of this model returned (sealed in its reasoning items, see
+:mod:`gateway.upstream.reasoning_state`) go back unchanged, first in their assistant turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...config import Route
+from ..chat_request import flat_name, text_of
+from ..errors import UnsupportedInput
+from ..output_builder import ToolName
+from ..reasoning_state import ReasoningState
+from ..results import Item
+
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
+_TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+_TOOL_CALLS = frozenset({"function_call", "custom_tool_call"})
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+_PDF = ("file", frozenset({"application/pdf"}))
+_FILE_PARTS = frozenset({"input_image", "input_file"})
+_DATA_URL = re.compile(r"^data:([\w.+/-]+);base64,(.*)$", re.DOTALL)
+_TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+MAX_CACHE_BREAKPOINTS = 4
+EPHEMERAL = {"type": "ephemeral"}
+# Adaptive thinking's efforts, from Responses' reasoning efforts.
+_ADAPTIVE_EFFORTS = {
+    "minimal": "low",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "xhigh",
+}
+MIN_THINKING_BUDGET = 1024
+
+
+@dataclass
+class MessagesRequest:
+    payload: dict[str, Any]
+    tool_names: dict[str, ToolName] = field(default_factory=dict)
+
+    def count_tokens_payload(self) -> dict[str, Any]:
+        """What ``/v1/messages/count_tokens`` takes of this request."""
+        keys = ("model", "messages", "system", "tools", "tool_choice", "thinking", "output_config")
+        return {key: self.payload[key] for key in keys if key in self.payload}
+
+
+def tool_id(call_id: Any) -> str:
+    """``call_id`` as a valid Anthropic tool id, the same for the same id on every turn."""
+    text = str(call_id or "")
+    if _TOOL_ID.match(text):
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return f"{re.sub(r'[^a-zA-Z0-9_-]', '_', text)[:40]}_{digest}"
+
+
+def _source(url: str, kind: str, media_types: frozenset[str], where: str) -> Item:
+    matched = _DATA_URL.match(url)
+    if matched is not None:
+        media_type, data = matched.groups()
+        if media_type not in media_types:
+            raise UnsupportedInput(
+                f"A {kind} of type '{media_type}' cannot be sent to an Anthropic upstream "
+                f"(it takes {', '.join(sorted(media_types))}).",
+                where,
+            )
+        return {"type": "base64", "media_type": media_type, "data": data}
+    if url.startswith("https://"):
+        return {"type": "url", "url": url}
+    raise UnsupportedInput(
+        f"A {kind} must be given as a data URL or an https URL for an Anthropic upstream.", where
+    )
+
+
+def _block(part: Any, where: str) -> Item | None:
+    """One content part as a content block; ``None`` for an empty text."""
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind in _TEXT_PARTS or kind == "refusal":
+        text = part.get("text") if kind != "refusal" else part.get("refusal")
+        return {"type": "text", "text": text} if text else None
+    if kind == "input_image" and isinstance(part.get("image_url"), str):
+        return {"type": "image", "source": _source(part["image_url"], "image", _IMAGE_TYPES, where)}
+    if kind == "input_file" and isinstance(part.get("file_data"), str):
+        document: Item = {"type": "document", "source": _source(part["file_data"], *_PDF, where)}
+        if part.get("filename"):
+            document["title"] = part["filename"]
+        return document
+    if kind == "input_file" and isinstance(part.get("file_url"), str):
+        return {"type": "document", "source": _source(part["file_url"], *_PDF, where)}
+    inline = " (files must be given inline or by URL)" if kind in _FILE_PARTS else ""
+    raise UnsupportedInput(
+        f"Content of type '{kind}' cannot be sent to an Anthropic upstream{inline}.", where
+    )
+
+
+def _blocks(content: Any, where: str) -> list[Item]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if not isinstance(content, list):
+        return []
+    blocks = [_block(part, f"{where}[{n}]") for n, part in enumerate(content)]
+    return [block for block in blocks if block is not None]
+
+
+class _Conversation:
+    """Builds ``system`` and the alternating messages, item by item."""
+
+    def __init__(self, state: ReasoningState) -> None:
+        self.system: list[Item] = []
+        self.messages: list[Item] = []
+        self._state = state
+
+    def _append(self, role: str, blocks: list[Item]) -> None:
+        if not blocks:
+            return
+        last = self.messages[-1] if self.messages else None
+        if last is None or last["role"] != role:
+            self.messages.append({"role": role, "content": list(blocks)})
+            return
+        if role == "user":  # a turn's tool results come first, before any text
+            merged = [*last["content"], *blocks]
+            results = [b for b in merged if b["type"] == "tool_result"]
+            last["content"] = [*results, *(b for b in merged if b["type"] != "tool_result")]
+        else:
+            last["content"].extend(blocks)
+
+    def add(self, item: Item, index: int) -> None:
+        kind = item.get("type", "message")
+        where = f"input[{index}]"
+        if kind == "message":
+            role = item.get("role")
+            if role in ("system", "developer"):
+                self.system += _blocks(item.get("content"), f"{where}.content")
+            elif role == "assistant":
+                self._append("assistant", _blocks(item.get("content"), f"{where}.content"))
+            else:
+                self._append("user", _blocks(item.get("content"), f"{where}.content"))
+        elif kind == "reasoning":
+            state = self._state.open(item.get("encrypted_content"))
+            if state is not None:  # else another model's: only its visible turns go
+                self._append("assistant", list(state.get("blocks", [])))
+        elif kind in _TOOL_CALLS:
+            self._append("assistant", [self._tool_use(item)])
+        elif kind in _TOOL_OUTPUTS:
+            self._append("user", [self._tool_result(item, where)])
+        elif kind == "item_reference":
+            return  # resolved before this point when it could be
+        else:
+            raise UnsupportedInput(
+                f"Input items of type '{kind}' cannot be sent to an Anthropic upstream.", where
+            )
+
+    @staticmethod
+    def _tool_use(item: Item) -> Item:
+        name = flat_name(item.get("name", ""), item.get("namespace"))
+        if item.get("type") == "custom_tool_call":
+            arguments: Any = {"input": item.get("input", "")}
+        else:
+            try:
+                arguments = json.loads(item.get("arguments") or "{}")
+            except ValueError:
+                arguments = {"arguments": item.get("arguments")}
+            if not isinstance(arguments, dict):
+                arguments = {"value": arguments}
+        return {
+            "type": "tool_use",
+            "id": tool_id(item.get("call_id")),
+            "name": name,
+            "input": arguments,
+        }
+
+    @staticmethod
+    def _tool_result(item: Item, where: str) -> Item:
+        output = item.get("output")
+        content: Any = output if isinstance(output, str) else _blocks(output, f"{where}.output")
+        if isinstance(output, list) and not content:
+            content = text_of(output)
+        return {
+            "type": "tool_result",
+            "tool_use_id": tool_id(item.get("call_id")),
+            "content": content,
+        }
+
+
+def _custom_schema(tool: Item) -> tuple[str, Item]:
+    description = tool.get("description") or ""
+    grammar = tool.get("format") or {}
+    if grammar.get("type") == "grammar" and grammar.get("definition"):
+        description += (
+            f"\n\nThe input must follow this {grammar.get('syntax', '')} grammar:\n"
+            f"{grammar['definition']}"
+        )
+    schema = {
+        "type": "object",
+        "properties": {"input": {"type": "string", "description": "The tool's free-form input."}},
+        "required": ["input"],
+    }
+    return description.strip(), schema
+
+
+def _tools(tools: list[Item]) -> tuple[list[Item], dict[str, ToolName]]:
+    """Function and custom tools as Messages API tools, namespaces flattened; hosted
+    tools (which only OpenAI runs) left out, as on the chat wire."""
+    made: list[Item] = []
+    names: dict[str, ToolName] = {}
+
+    def add(tool: Item, namespace: str | None) -> None:
+        kind = tool.get("type")
+        if kind not in ("function", "custom") or not tool.get("name"):
+            return
+        name = flat_name(tool["name"], namespace)
+        if kind == "custom":
+            description, schema = _custom_schema(tool)
+        else:
+            description = tool.get("description") or ""
+            schema = tool.get("parameters") or {"type": "object", "properties": {}}
+        entry: Item = {"name": name, "input_schema": schema}
+        if description:
+            entry["description"] = description
+        made.append(entry)
+        names[name] = ToolName(tool["name"], namespace, kind == "custom")
+
+    for tool in tools:
+        if tool.get("type") == "namespace":
+            for inner in tool.get("tools", []):
+                add(inner, tool.get("name"))
+        else:
+            add(tool, None)
+    return made, names
+
+
+def _tool_choice(choice: Any, names: dict[str, ToolName]) -> Item:
+    if isinstance(choice, dict) and choice.get("type") in ("function", "custom"):
+        name = flat_name(choice.get("name", ""), choice.get("namespace"))
+        if name in names:
+            return {"type": "tool", "name": name}
+    mode = choice.get("mode") if isinstance(choice, dict) else choice
+    return {"type": {"required": "any", "none": "none"}.get(str(mode), "auto")}
+
+
+def _thinking(body: Item, route: Route, max_tokens: int) -> tuple[Item | None, Item | None]:
+    """The ``thinking`` and ``output_config`` a request's ``reasoning.effort`` asks for."""
+    effort = (body.get("reasoning") or {}).get("effort")
+    settings = route.thinking
+    if not effort or effort == "none" or settings.mode == "off":
+        return None, None
+    if settings.mode == "adaptive":
+        return {"type": "adaptive"}, {"effort": _ADAPTIVE_EFFORTS.get(effort, "medium")}
+    budget = min(settings.budgets.get(effort, MIN_THINKING_BUDGET), max_tokens - 1)
+    if budget < MIN_THINKING_BUDGET:
+        return None, None  # no room to think within max_output_tokens
+    return {"type": "enabled", "budget_tokens": budget}, None
+
+
+def _continues_without_thinking(messages: list[Item]) -> bool:
+    """Whether the last assistant turn used tools without a thinking block first, which the
+    API refuses while thinking is on (another model's turn, or one that did not think)."""
+    for message in reversed(messages):
+        if message["role"] == "assistant":
+            blocks = message["content"]
+            used_tools = any(block["type"] == "tool_use" for block in blocks)
+            return used_tools and blocks[0]["type"] not in _THINKING
+    return False
+
+
+def _place_cache_breakpoints(payload: Item) -> None:
+    """Mark the tools, the system prompt, the end of the previous request's context (the
+    user turn before the last answer) and the end of this one: a chain's next turn reads
+    everything up to its own input from the cache."""
+    marked: list[Item] = []
+    if payload.get("tools"):
+        marked.append(payload["tools"][-1])
+    if payload.get("system"):
+        marked.append(payload["system"][-1])
+    messages = payload["messages"]
+    last_answer = max((n for n, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
+    for position in (last_answer - 1, len(messages) - 1):
+        if position >= 0:
+            cacheable = [b for b in messages[position]["content"] if b["type"] not in _THINKING]
+            if cacheable and cacheable[-1] not in marked:
+                marked.append(cacheable[-1])
+    for block in marked[:MAX_CACHE_BREAKPOINTS]:
+        block["cache_control"] = dict(EPHEMERAL)
+
+
+def to_messages_request(
+    body: Item, *, route: Route, stream: bool, state: ReasoningState
+) -> MessagesRequest:
+    """Translate a stateless Responses request (``input`` holds the full context).
+
+    Raises :class:`UnsupportedInput` for an item or part this wire cannot express.
+    """
+    conversation = _Conversation(state)
+    instructions = body.get("instructions")
+    items = body.get("input", [])
+    if isinstance(instructions, list):
+        items = [*instructions, *items]
+    elif isinstance(instructions, str) and instructions:
+        conversation.system.append({"type": "text", "text": instructions})
+    for index, item in enumerate(items):
+        conversation.add(item, index)
+
+    max_tokens = body.get("max_output_tokens") or route.max_output_tokens
+    payload: Item = {
+        "model": body["model"],
+        "max_tokens": max_tokens,
+        "messages": conversation.messages,
+    }
+    if conversation.system:
+        payload["system"] = conversation.system
+    tools, names = _tools(body.get("tools") or [])
+    choice: Item | None = None
+    if tools:
+        payload["tools"] = tools
+        choice = _tool_choice(body.get("tool_choice", "auto"), names)
+        if body.get("parallel_tool_calls") is False and choice["type"] != "none":
+            choice["disable_parallel_tool_use"] = True
+        payload["tool_choice"] = choice
+    thinking, output_config = _thinking(body, route, max_tokens)
+    forced = choice is not None and choice["type"] in ("any", "tool")
+    if thinking is not None and not forced and not _continues_without_thinking(payload["messages"]):
+        payload["thinking"] = thinking
+        if output_config is not None:
+            payload["output_config"] = output_config
+    fmt = ((body.get("text") or {}).get("format")) or {}
+    if fmt.get("type") == "json_schema" and isinstance(fmt.get("schema"), dict):
+        payload.setdefault("output_config", {})["format"] = {
+            "type": "json_schema",
+            "schema": fmt["schema"],
+        }
+    stop = body.get("stop")
+    if stop:
+        payload["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
+    user = body.get("safety_identifier") or body.get("user")
+    if user:
+        payload["metadata"] = {"user_id": str(user)}
+    if route.prompt_cache == "auto":
+        _place_cache_breakpoints(payload)
+    if stream:
+        payload["stream"] = True
+    return MessagesRequest(payload, names)

@@ -1,0 +1,676 @@
+"""A strict fake of Anthropic's Messages API (``/v1/messages`` and its ``count_tokens``).
+
+Every request body is validated against the ``anthropic`` SDK's own request types (made
+strict: unknown keys refused, nested lists validated) and against the API's documented
+rules: alternating roles, tool_use answered by tool_result, signed thinking blocks, at
+most four cache breakpoints, real images. Every answer is validated against the SDK's
+response types before it is sent, so the fake cannot drift from the wire.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import collections.abc
+import hashlib
+import hmac
+import itertools
+import json
+import os
+import re
+import threading
+import types
+import typing
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+import pydantic
+import typing_extensions
+from anthropic.types import Message, MessageTokensCount, RawMessageStreamEvent
+from anthropic.types.message_count_tokens_params import MessageCountTokensParams
+from anthropic.types.message_create_params import (
+    MessageCreateParamsNonStreaming,
+    MessageCreateParamsStreaming,
+)
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+ANTHROPIC_KEY = "sk-ant-fake-0123456789"
+# The SDK (2.10) sends ``anthropic-version: 2026-10-21`` and its key as a bearer token.
+VERSIONS = {"2023-01-01", "2023-06-01", "2026-10-21"}
+
+# -- the SDK's request types, made strict ----------------------------------------------
+# A plain ``TypeAdapter(MessageCreateParams...)`` is not enough: its ``Iterable`` fields
+# validate lazily (a ``ValidatorIterator`` checks nothing until iterated) and its
+# TypedDicts ignore unknown keys. So each SDK TypedDict is rebuilt with ``extra="forbid"``,
+# ``Iterable``/``Sequence`` become ``list``, the SDK-side conveniences (response models,
+# file objects) leave the unions, and unions told apart by a literal ``type``/``role``
+# become tagged unions, whose errors name the tag as the real API's do.
+
+_DROP = object()  # a type that cannot come over the wire
+_SEQUENCES = {collections.abc.Iterable, collections.abc.Sequence, list}
+_REQUIRED = {typing.Required, typing_extensions.Required}
+_WRAPPERS = _REQUIRED | {typing.NotRequired, typing_extensions.NotRequired}
+_UNION: Any = Union
+_ANNOTATED: Any = Annotated
+_TYPED_DICT: Any = typing_extensions.TypedDict
+_strict_types: dict[Any, Any] = {}
+
+
+def _is_typeddict(tp: Any) -> bool:
+    return isinstance(tp, type) and typing_extensions.is_typeddict(tp)
+
+
+def strict(tp: Any) -> Any:
+    """``tp`` (an SDK request type) as pydantic must see it to validate like the API."""
+    origin = get_origin(tp) or tp
+    if isinstance(origin, type) and issubclass(origin, pydantic.BaseModel | typing.IO):
+        return _DROP
+    if origin is os.PathLike:
+        return _DROP
+    if _is_typeddict(tp):
+        return _strict_typeddict(tp)
+    if origin is Annotated:
+        inner, *metadata = get_args(tp)
+        converted = strict(inner)
+        return converted if converted is _DROP else _ANNOTATED[(converted, *metadata)]
+    if origin in _SEQUENCES:
+        item = strict(get_args(tp)[0])
+        return _DROP if item is _DROP else types.GenericAlias(list, (item,))
+    if origin in (dict, collections.abc.Mapping):
+        return types.GenericAlias(dict, tuple(strict(arg) for arg in get_args(tp)))
+    if origin is Union:
+        return _strict_union(get_args(tp))
+    return tp
+
+
+def _strict_typeddict(cls: Any) -> Any:
+    if cls in _strict_types:
+        return _strict_types[cls]
+    fields = {}
+    for name, hint in typing.get_type_hints(cls, include_extras=True).items():
+        required = cls.__total__  # the SDK's string annotations hide Required from the class
+        if get_origin(hint) in _WRAPPERS:
+            required, hint = get_origin(hint) in _REQUIRED, get_args(hint)[0]
+        wrapper = typing_extensions.Required if required else typing_extensions.NotRequired
+        fields[name] = wrapper[strict(hint)]
+    made = _TYPED_DICT(cls.__name__, fields)
+    made.__pydantic_config__ = pydantic.ConfigDict(extra="forbid")
+    _strict_types[cls] = made
+    return made
+
+
+def _strict_union(args: tuple[Any, ...]) -> Any:
+    members = [m for m in map(strict, args) if m is not _DROP]
+    dicts = [m for m in members if _is_typeddict(m)]
+    if len(dicts) > 1 and (tagged := _tagged(dicts)) is not None:
+        members = [*(m for m in members if not _is_typeddict(m)), tagged]
+    if not members:
+        return _DROP
+    return members[0] if len(members) == 1 else _UNION[tuple(members)]
+
+
+def _tagged(dicts: list[Any]) -> Any:
+    """``dicts`` as a union tagged by their literal ``type`` (or ``role``), else None.
+
+    One member may leave the key out (a custom tool's optional ``"type": "custom"``)."""
+    for key in ("type", "role"):
+        tags: dict[str, str] = {}
+        default: str | None = None
+        for member in dicts:
+            hint = typing.get_type_hints(member).get(key)
+            values = get_args(hint) if get_origin(hint) is Literal else ()
+            if not values or tags.keys() & set(values):
+                break
+            tags |= dict.fromkeys(values, values[0])
+            if key not in member.__required_keys__:
+                if default is not None:
+                    break
+                default = values[0]
+        else:
+            return _ANNOTATED[
+                _UNION[tuple(Annotated[m, pydantic.Tag(tags[_tag_of(m, key)])] for m in dicts)],
+                pydantic.Discriminator(_picker(key, tags, default)),
+            ]
+    return None
+
+
+def _tag_of(member: Any, key: str) -> str:
+    value: str = get_args(typing.get_type_hints(member)[key])[0]
+    return value
+
+
+def _picker(key: str, tags: dict[str, str], default: str | None) -> Callable[[Any], Any]:
+    def pick(value: Any) -> Any:
+        tag = value.get(key, default) if isinstance(value, dict) else None
+        return tags.get(tag, tag) if isinstance(tag, str) else None
+
+    return pick
+
+
+_CREATE = pydantic.TypeAdapter[Any](strict(MessageCreateParamsNonStreaming))
+_CREATE_STREAMING = pydantic.TypeAdapter[Any](strict(MessageCreateParamsStreaming))
+_COUNT = pydantic.TypeAdapter[Any](strict(MessageCountTokensParams))
+_EVENT = pydantic.TypeAdapter[Any](RawMessageStreamEvent)
+_TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+_MAGIC = {
+    "image/png": (b"\x89PNG",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),
+    "application/pdf": (b"%PDF",),
+}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+_DEFAULT_MESSAGES = {
+    "overloaded_error": "Overloaded",
+    "rate_limit_error": "Number of request tokens has exceeded your per-minute rate limit",
+    "api_error": "Internal server error",
+    "authentication_error": "invalid x-api-key",
+    "invalid_request_error": "Invalid request",
+}
+_THINKING_FIRST = (
+    "Expected `thinking` or `redacted_thinking`, but found `{found}`. When `thinking` is "
+    "enabled, a final `assistant` message must start with a thinking block (preceeding the "
+    "lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking "
+    "blocks from previous turns. To avoid this requirement, disable `thinking`."
+)
+
+
+class RequestError(Exception):
+    def __init__(self, message: str, status: int = 400, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.kind = status, kind or _ERROR_TYPES.get(status, "api_error")
+
+
+def _validation_message(error: pydantic.ValidationError) -> str:
+    """The deepest error, its location without pydantic's union-branch labels."""
+    worst = max(error.errors(), key=lambda e: len(e["loc"]))
+    loc = [str(p) for p in worst["loc"] if not re.fullmatch(r"\S+\[.*\]|str|int", str(p))]
+    return f"{'.'.join(loc)}: {worst['msg']}"
+
+
+@dataclass
+class AnthropicReply:
+    """One scripted answer. ``stop_reason`` None means "tool_use" if there are tool uses,
+    else "end_turn". A ``status`` other than 200 answers Anthropic's error body instead."""
+
+    text: str | None = None
+    thinking: str | None = None
+    redacted_thinking: str | None = None  # the ``data`` of a redacted_thinking block
+    tool_uses: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    stop_reason: str | None = None
+    usage: dict[str, int] | None = None  # overrides the computed counts
+    status: int = 200
+    error_type: str | None = None  # default: the status's usual type (529 overloaded_error)
+    error_message: str | None = None
+    retry_after: int | None = None  # a retry-after header; a 429 sends 0 when unset
+    stream_error_after: int | None = None  # SSE events before an overloaded ``error`` event
+    break_after: int | None = None  # SSE events before the connection drops
+    interleave_tools: bool = False  # stream tool_use blocks open at once, deltas alternating
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _pieces(text: str, count: int = 3) -> list[str]:
+    size = max(1, -(-len(text) // count))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _cached(block: dict[str, Any]) -> bool:
+    nested = block.get("content") if block.get("type") == "tool_result" else None
+    return block.get("cache_control") is not None or any(map(_cached, _blocks(nested or [])))
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message["role"] == "user":
+            return " ".join(b["text"] for b in _blocks(message["content"]) if b["type"] == "text")
+    return ""
+
+
+class FakeAnthropic:
+    def __init__(self, api_key: str = ANTHROPIC_KEY, signing_key: bytes = b"fake") -> None:
+        self.api_key = api_key
+        self.signing_key = signing_key
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
+        self.replies: deque[AnthropicReply] = deque()
+        self.context_window: int | None = None  # tokens, as counted by ``input_tokens``
+        self.issued_redacted: set[str] = set()
+        self._cache: dict[str, set[str]] = {}  # api key -> hashes of cached prefixes
+        self._count = itertools.count(1)
+        self._lock = threading.Lock()
+
+    def reset(self) -> None:
+        """Forget what was received, scripted, cached and issued; no context window."""
+        with self._lock:
+            for each in (self.requests, self.headers, self.paths, self.replies):
+                each.clear()
+            self.issued_redacted.clear()
+            self._cache.clear()
+        self.context_window = None
+
+    def script(self, *replies: AnthropicReply) -> None:
+        with self._lock:
+            self.replies.extend(replies)
+
+    @property
+    def last(self) -> dict[str, Any]:
+        return self.requests[-1]
+
+    def sign(self, thinking: str) -> str:
+        """The signature this fake gives a thinking block with this text."""
+        digest = hmac.new(self.signing_key, thinking.encode(), hashlib.sha256).digest()
+        return base64.b64encode(digest).decode()
+
+    def replayed_thinking(self, body: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """The thinking and redacted_thinking blocks of a request's assistant messages."""
+        messages = (body or self.last)["messages"]
+        return [
+            block
+            for message in messages
+            if message["role"] == "assistant"
+            for block in _blocks(message["content"])
+            if block["type"] in ("thinking", "redacted_thinking")
+        ]
+
+    # -- checks ------------------------------------------------------------------------
+
+    def _receive(self, request: Request, body: Any) -> dict[str, Any]:
+        with self._lock:
+            self.headers.append(dict(request.headers))
+            self.paths.append(request.url.path)
+            if isinstance(body, dict):
+                self.requests.append(body)
+        if _api_key(request) != self.api_key:
+            raise RequestError("invalid x-api-key", 401)
+        if (version := request.headers.get("anthropic-version")) is None:
+            raise RequestError("anthropic-version: header is required")
+        if version not in VERSIONS:
+            raise RequestError(f"anthropic-version: unknown version {version}")
+        if not isinstance(body, dict):
+            raise RequestError("There was an error parsing the body as JSON")
+        return body
+
+    def _check(self, body: dict[str, Any], adapter: pydantic.TypeAdapter[Any]) -> None:
+        try:
+            adapter.validate_python(body, strict=True)
+        except pydantic.ValidationError as error:
+            raise RequestError(_validation_message(error)) from None
+        if body.get("max_tokens", 0) < 0:
+            raise RequestError("max_tokens: Input should be greater than or equal to 0")
+        _check_roles(body["messages"])
+        for i, message in enumerate(body["messages"]):
+            _check_tools(body["messages"], i)
+            for j, block in enumerate(_blocks(message["content"])):
+                _check_media(block, f"messages.{i}.content.{j}")
+        self._check_thinking(body)
+        found = sum(map(_cached, [*body.get("tools", []), *_blocks(body.get("system", []))]))
+        found += sum(_cached(b) for m in body["messages"] for b in _blocks(m["content"]))
+        found += body.get("cache_control") is not None
+        if found > 4:
+            raise RequestError(
+                f"A maximum of 4 blocks with cache_control may be provided. Found {found}."
+            )
+
+    def _check_thinking(self, body: dict[str, Any]) -> None:
+        config = body.get("thinking") or {"type": "disabled"}
+        if config["type"] == "enabled":
+            budget = config["budget_tokens"]
+            if budget < 1024:
+                raise RequestError(
+                    "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+                )
+            if "max_tokens" in body and budget >= body["max_tokens"]:
+                raise RequestError("`max_tokens` must be greater than `thinking.budget_tokens`.")
+        forced = (body.get("tool_choice") or {}).get("type") in ("any", "tool")
+        if forced and config["type"] in ("enabled", "adaptive"):
+            raise RequestError("Thinking may not be enabled when tool_choice forces tool use.")
+        messages = body["messages"]
+        for i, message in enumerate(messages):
+            for j, block in enumerate(_blocks(message["content"])):
+                self._check_replayed(block, f"messages.{i}.content.{j}")
+        assistants = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+        if config["type"] != "enabled" or not assistants:
+            return
+        final = _blocks(messages[assistants[-1]]["content"])
+        uses = any(b["type"] == "tool_use" for b in final)
+        if uses and final[0]["type"] not in ("thinking", "redacted_thinking"):
+            where = f"messages.{assistants[-1]}.content.0.type"
+            raise RequestError(f"{where}: {_THINKING_FIRST.format(found=final[0]['type'])}")
+
+    def _check_replayed(self, block: dict[str, Any], where: str) -> None:
+        if block["type"] == "thinking" and not hmac.compare_digest(
+            block["signature"], self.sign(block["thinking"])
+        ):
+            raise RequestError(f"{where}: Invalid `signature` in `thinking` block")
+        if block["type"] == "redacted_thinking" and block["data"] not in self.issued_redacted:
+            raise RequestError(f"{where}: Invalid `data` in `redacted_thinking` block")
+
+    # -- usage -------------------------------------------------------------------------
+
+    @staticmethod
+    def _units(body: dict[str, Any]) -> list[tuple[str, bool]]:
+        """The request in cache order (tools, system, messages), one unit per block: its
+        text as counted (without cache_control) and whether it is a cache breakpoint."""
+        blocks = [("tool", b) for b in body.get("tools", [])]
+        blocks += [("system", b) for b in _blocks(body.get("system", []))]
+        blocks += [(m["role"], b) for m in body["messages"] for b in _blocks(m["content"])]
+        units = [
+            (json.dumps([role, {k: v for k, v in b.items() if k != "cache_control"}]), _cached(b))
+            for role, b in blocks
+        ]
+        if body.get("cache_control") is not None and units:
+            units[-1] = (units[-1][0], True)
+        return units
+
+    def input_tokens(self, body: dict[str, Any]) -> int:
+        """What count_tokens answers: a token per four characters of the request's blocks."""
+        return max(1, sum(len(text) for text, _ in self._units(body)) // 4)
+
+    def _usage(self, body: dict[str, Any], api_key: str) -> dict[str, int]:
+        units, total = self._units(body), self.input_tokens(body)
+        prefixes, chars, hashed = [], 0, hashlib.sha256(body["model"].encode())
+        for text, breakpoint in units:
+            chars += len(text)
+            hashed.update(text.encode())
+            if breakpoint:
+                prefixes.append((hashed.hexdigest(), chars // 4))
+        with self._lock:
+            seen = self._cache.setdefault(api_key, set())
+            read = max([tokens for key, tokens in prefixes if key in seen], default=0)
+            write = prefixes[-1][1] - read if prefixes and prefixes[-1][0] not in seen else 0
+            seen.update(key for key, _ in prefixes)
+        return {
+            "input_tokens": total - read - write,
+            "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read,
+        }
+
+    # -- answers -----------------------------------------------------------------------
+
+    def _content(self, reply: AnthropicReply, body: dict[str, Any]) -> list[dict[str, Any]]:
+        config = body.get("thinking") or {}
+        thinking = reply.thinking
+        unscripted = reply.thinking is None and reply.redacted_thinking is None
+        if config.get("type") == "enabled" and unscripted:
+            thinking = f"thinking about: {_last_user_text(body['messages'])}"
+        content: list[dict[str, Any]] = []
+        if thinking is not None:
+            shown = "" if config.get("display") == "omitted" else thinking
+            content.append({"type": "thinking", "thinking": shown, "signature": self.sign(shown)})
+        if reply.redacted_thinking is not None:
+            self.issued_redacted.add(reply.redacted_thinking)
+            content.append({"type": "redacted_thinking", "data": reply.redacted_thinking})
+        if reply.text is not None:
+            content.append({"type": "text", "text": reply.text})
+        for tool_id, name, arguments in reply.tool_uses:
+            content.append({"type": "tool_use", "id": tool_id, "name": name, "input": arguments})
+        return content
+
+    def _message(self, reply: AnthropicReply, body: dict[str, Any], key: str) -> dict[str, Any]:
+        content = self._content(reply, body) if body["max_tokens"] else []
+        stop = reply.stop_reason or ("tool_use" if reply.tool_uses else "end_turn")
+        stop = stop if body["max_tokens"] else "max_tokens"
+        sequence = None
+        text = next((b for b in content if b["type"] == "text"), None)
+        for candidate in body.get("stop_sequences", []) if text else []:
+            if candidate in text["text"]:
+                text["text"] = text["text"].split(candidate)[0]
+                content = [b for b in content if b["type"] != "tool_use"]
+                stop, sequence = "stop_sequence", candidate
+                break
+        output = json.dumps([b.get("thinking") or b.get("text") or b.get("input") for b in content])
+        usage = {**self._usage(body, key), "output_tokens": max(1, len(output) // 4)}
+        message = {
+            "id": f"msg_fake{next(self._count):016d}",
+            "type": "message",
+            "role": "assistant",
+            "model": body["model"],
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": sequence,
+            "usage": {**usage, **(reply.usage or {})},
+        }
+        Message.model_validate(message, strict=True)  # never send what the SDK rejects
+        return message
+
+    @staticmethod
+    def events(message: dict[str, Any], interleave: bool = False) -> list[dict[str, Any]]:
+        """The SSE events that stream ``message``, in order (``ping`` included)."""
+        usage = message["usage"]
+        start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
+        start["usage"] = {**usage, "output_tokens": 1}
+        events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+        events.append({"type": "ping"})
+        streams = [_block_events(index, b) for index, b in enumerate(message["content"])]
+        tools = [
+            s for s, b in zip(streams, message["content"], strict=True) if b["type"] == "tool_use"
+        ]
+        for stream in streams:
+            if not (interleave and len(tools) > 1 and stream in tools):
+                events += stream
+        if interleave and len(tools) > 1:
+            events += [s[0] for s in tools]
+            rounds = itertools.zip_longest(*(s[1:-1] for s in tools))
+            events += [e for each in rounds for e in each if e is not None]
+            events += [s[-1] for s in tools]
+        delta = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
+        events.append({"type": "message_delta", "delta": delta, "usage": usage})
+        events.append({"type": "message_stop"})
+        for event in events:
+            if event["type"] != "ping":
+                _EVENT.validate_python(event, strict=True)
+        return events
+
+    # -- routes ------------------------------------------------------------------------
+
+    def _accept(self, request: Request, body: Any) -> tuple[dict[str, Any], AnthropicReply]:
+        """The checked body of a ``/v1/messages`` request, and the reply it takes."""
+        body = self._receive(request, body)
+        self._check(body, _CREATE_STREAMING if body.get("stream") is True else _CREATE)
+        tokens = self.input_tokens(body)
+        if self.context_window is not None and tokens > self.context_window:
+            raise RequestError(
+                f"prompt is too long: {tokens} tokens > {self.context_window} maximum"
+            )
+        with self._lock:
+            if self.replies:
+                return body, self.replies.popleft()
+        return body, AnthropicReply(text=f"echo: {_last_user_text(body['messages'])}")
+
+    async def messages(self, request: Request) -> Response:
+        try:
+            body, reply = self._accept(request, await _json(request))
+        except RequestError as error:
+            return self._error(error)
+        if reply.status != 200:
+            error = RequestError(reply.error_message or "", reply.status, reply.error_type)
+            return self._error(error, reply.retry_after)
+        message = self._message(reply, body, _api_key(request))
+        if body.get("stream") is not True:
+            return JSONResponse(message, headers={"request-id": f"req_{message['id']}"})
+        events = self.events(message, reply.interleave_tools)
+        return StreamingResponse(_sse(reply, events), media_type="text/event-stream")
+
+    async def count_tokens(self, request: Request) -> Response:
+        try:
+            body = self._receive(request, await _json(request))
+            self._check(body, _COUNT)
+        except RequestError as error:
+            return self._error(error)
+        answer = {"input_tokens": self.input_tokens(body)}
+        MessageTokensCount.model_validate(answer, strict=True)
+        return JSONResponse(answer)
+
+    def _error(self, error: RequestError, retry: int | None = None) -> Response:
+        request_id = f"req_fake{next(self._count):016d}"
+        message = str(error) or _DEFAULT_MESSAGES.get(error.kind, "Internal server error")
+        body = {"type": "error", "error": {"type": error.kind, "message": message}}
+        headers = {"request-id": request_id}
+        if retry is not None or error.status == 429:
+            headers["retry-after"] = str(retry or 0)
+        return JSONResponse({**body, "request_id": request_id}, error.status, headers=headers)
+
+    @property
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/v1/messages", self.messages, methods=["POST"]),
+                Route("/v1/messages/count_tokens", self.count_tokens, methods=["POST"]),
+            ]
+        )
+
+
+# -- rules on the messages ---------------------------------------------------------------
+
+
+def _check_roles(messages: list[dict[str, Any]]) -> None:
+    if not messages:
+        raise RequestError("messages: at least one message is required")
+    for i, message in enumerate(messages):
+        if message["role"] not in ("user", "assistant"):
+            raise RequestError(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+        if i and message["role"] == messages[i - 1]["role"]:
+            raise RequestError(
+                'messages: roles must alternate between "user" and "assistant", '
+                f'but found multiple "{message["role"]}" roles in a row'
+            )
+        blocks = _blocks(message["content"])
+        if not blocks and i != len(messages) - 1:
+            raise RequestError(
+                f"messages.{i}: all messages must have non-empty content except for the"
+                " optional final assistant message"
+            )
+        if any(b["type"] == "text" and not b["text"].strip() for b in blocks):
+            raise RequestError("messages: text content blocks must contain non-whitespace text")
+    if messages[0]["role"] != "user":
+        raise RequestError('messages: first message must use the "user" role')
+
+
+def _check_tools(messages: list[dict[str, Any]], i: int) -> None:
+    """Message ``i``'s tool_use blocks answered first thing in the next message, and its
+    tool_result blocks answering the previous one's."""
+    blocks = _blocks(messages[i]["content"])
+    for j, block in enumerate(blocks):
+        tool_id = block.get("id") if block["type"] == "tool_use" else block.get("tool_use_id")
+        if block["type"] in ("tool_use", "tool_result") and not _TOOL_ID.match(tool_id or ""):
+            key = "id" if block["type"] == "tool_use" else "tool_use_id"
+            raise RequestError(
+                f"messages.{i}.content.{j}.{block['type']}.{key}: "
+                f"String should match pattern '{_TOOL_ID.pattern}'"
+            )
+    if messages[i]["role"] == "user":
+        asked = _blocks(messages[i - 1]["content"]) if i else []
+        ids = {b["id"] for b in asked if b["type"] == "tool_use"}
+        for j, block in enumerate(blocks):
+            if block["type"] == "tool_result" and block["tool_use_id"] not in ids:
+                raise RequestError(
+                    f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result`"
+                    f" blocks: {block['tool_use_id']}. Each `tool_result` block must have a"
+                    " corresponding `tool_use` block in the previous message."
+                )
+            if block["type"] == "tool_result" and blocks[j - 1]["type"] != "tool_result" and j:
+                raise RequestError(
+                    f"messages.{i}.content.{j}: `tool_result` blocks must come first in the"
+                    " user message content, before any other block"
+                )
+        return
+    uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
+    if len(set(uses)) != len(uses):
+        raise RequestError(f"messages.{i}: `tool_use` ids must be unique")
+    after = _blocks(messages[i + 1]["content"]) if i + 1 < len(messages) else []
+    leading = itertools.takewhile(lambda b: b["type"] == "tool_result", after)
+    missing = [u for u in uses if u not in {b["tool_use_id"] for b in leading}]
+    if missing:
+        raise RequestError(
+            f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately"
+            f" after: {', '.join(missing)}. Each `tool_use` block must have a corresponding"
+            " `tool_result` block in the next message."
+        )
+
+
+def _check_media(block: dict[str, Any], where: str) -> None:
+    if block["type"] == "tool_result":
+        for j, inner in enumerate(_blocks(block.get("content") or [])):
+            _check_media(inner, f"{where}.tool_result.content.{j}")
+    source = block.get("source") if block["type"] in ("image", "document") else None
+    if not source:
+        return
+    where = f"{where}.{block['type']}.source.{source['type']}"
+    if source["type"] == "url" and not source["url"].startswith("https://"):
+        raise RequestError(f"{where}.url: URL must use https")
+    if source["type"] != "base64":
+        return
+    try:
+        data = base64.b64decode(source["data"], validate=True)
+    except binascii.Error:
+        raise RequestError(f"{where}.data: invalid base64 data") from None
+    if not data.startswith(_MAGIC[source["media_type"]]):
+        kind = "Image" if block["type"] == "image" else "Document"
+        raise RequestError(f"{kind} does not match the provided media type {source['media_type']}")
+
+
+def _api_key(request: Request) -> str | None:
+    """The key of ``x-api-key``, or of ``Authorization: Bearer`` (as the SDK sends it)."""
+    bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+    return request.headers.get("x-api-key") or bearer or None
+
+
+async def _json(request: Request) -> Any:
+    try:
+        return await request.json()
+    except ValueError:
+        return None
+
+
+async def _sse(reply: AnthropicReply, events: list[dict[str, Any]]) -> AsyncIterator[bytes]:
+    for number, event in enumerate(events):
+        if reply.break_after is not None and number >= reply.break_after:
+            raise ConnectionResetError("the fake Anthropic drops the stream")
+        if reply.stream_error_after is not None and number >= reply.stream_error_after:
+            error = {
+                "type": "error",
+                "error": {"type": "overloaded_error", "message": "Overloaded"},
+            }
+            yield f"event: error\ndata: {json.dumps(error)}\n\n".encode()
+            return
+        yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
+
+
+def _block_events(index: int, block: dict[str, Any]) -> list[dict[str, Any]]:
+    """content_block_start, its deltas, content_block_stop, for one block of an answer."""
+    kind, deltas = block["type"], []
+    start = {**block}
+    if kind == "thinking":
+        start |= {"thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"])]
+        deltas.append({"type": "signature_delta", "signature": block["signature"]})
+    elif kind == "text":
+        start["text"] = ""
+        deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+    elif kind == "tool_use":
+        start["input"] = {}
+        arguments = json.dumps(block["input"])
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in _pieces(arguments)]
+    return [
+        {"type": "content_block_start", "index": index, "content_block": start},
+        *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
+        {"type": "content_block_stop", "index": index},
+    ]
