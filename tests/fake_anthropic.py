@@ -93,7 +93,9 @@ def _strict_typeddict(cls: Any) -> Any:
         return _strict_types[cls]
     fields = {}
     for name, hint in typing.get_type_hints(cls, include_extras=True).items():
-        required = cls.__total__  # the SDK's string annotations hide Required from the class
+        # The SDK's string annotations hide Required[...] from ``__required_keys__``, which
+        # then only tells each class's totality apart.
+        required = name in cls.__required_keys__
         if get_origin(hint) in _WRAPPERS:
             required, hint = get_origin(hint) in _REQUIRED, get_args(hint)[0]
         wrapper = typing_extensions.Required if required else typing_extensions.NotRequired
@@ -115,38 +117,38 @@ def _strict_union(args: tuple[Any, ...]) -> Any:
 
 
 def _tagged(dicts: list[Any]) -> Any:
-    """``dicts`` as a union tagged by their literal ``type`` (or ``role``), else None.
-
-    One member may leave the key out (a custom tool's optional ``"type": "custom"``)."""
+    """``dicts`` as a union tagged by their literal ``type`` (or ``role``), else None. One
+    member may leave the key out (a custom tool's optional ``"type": "custom"``)."""
     for key in ("type", "role"):
-        tags: dict[str, str] = {}
-        default: str | None = None
+        tags: dict[str, str] = {}  # each literal value -> its member's tag
+        labelled, default = [], None
         for member in dicts:
-            hint = typing.get_type_hints(member).get(key)
-            values = get_args(hint) if get_origin(hint) is Literal else ()
+            values = _literals(typing.get_type_hints(member).get(key))
             if not values or tags.keys() & set(values):
                 break
             tags |= dict.fromkeys(values, values[0])
+            labelled.append(Annotated[member, pydantic.Tag(values[0])])
             if key not in member.__required_keys__:
-                if default is not None:
-                    break
-                default = values[0]
+                default = values[0] if default is None else ""
         else:
-            return _ANNOTATED[
-                _UNION[tuple(Annotated[m, pydantic.Tag(tags[_tag_of(m, key)])] for m in dicts)],
-                pydantic.Discriminator(_picker(key, tags, default)),
-            ]
+            if default != "":
+                return _ANNOTATED[
+                    _UNION[tuple(labelled)], pydantic.Discriminator(_picker(key, tags, default))
+                ]
     return None
 
 
-def _tag_of(member: Any, key: str) -> str:
-    value: str = get_args(typing.get_type_hints(member)[key])[0]
-    return value
+def _literals(hint: Any) -> tuple[str, ...]:
+    """The strings of ``Literal[...]`` or ``Optional[Literal[...]]``, else ()."""
+    if get_origin(hint) is Union:
+        hint = next((a for a in get_args(hint) if a is not type(None)), None)
+    values = get_args(hint) if get_origin(hint) is Literal else ()
+    return values if all(isinstance(v, str) for v in values) else ()
 
 
 def _picker(key: str, tags: dict[str, str], default: str | None) -> Callable[[Any], Any]:
     def pick(value: Any) -> Any:
-        tag = value.get(key, default) if isinstance(value, dict) else None
+        tag = (value.get(key) or default) if isinstance(value, dict) else None
         return tags.get(tag, tag) if isinstance(tag, str) else None
 
     return pick
@@ -156,31 +158,42 @@ _CREATE = pydantic.TypeAdapter[Any](strict(MessageCreateParamsNonStreaming))
 _CREATE_STREAMING = pydantic.TypeAdapter[Any](strict(MessageCreateParamsStreaming))
 _COUNT = pydantic.TypeAdapter[Any](strict(MessageCountTokensParams))
 _EVENT = pydantic.TypeAdapter[Any](RawMessageStreamEvent)
+
+
+class _ErrorBody(typing_extensions.TypedDict):
+    type: str
+    message: str
+
+
+@pydantic.with_config(pydantic.ConfigDict(extra="forbid"))
+class _ErrorEvent(typing_extensions.TypedDict):
+    type: Literal["error"]
+    error: _ErrorBody
+    request_id: typing_extensions.NotRequired[str | None]
+
+
+_ERROR_EVENT = pydantic.TypeAdapter[Any](_ErrorEvent)
 _TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
-_MAGIC = {
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+_MAGIC = {  # what the decoded data of each media type starts with
     "image/png": (b"\x89PNG",),
     "image/jpeg": (b"\xff\xd8\xff",),
     "image/gif": (b"GIF87a", b"GIF89a"),
     "image/webp": (b"RIFF",),
     "application/pdf": (b"%PDF",),
 }
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    529: "overloaded_error",
+_ERRORS = {  # status -> the error type and message Anthropic answers with it
+    400: ("invalid_request_error", "Invalid request"),
+    401: ("authentication_error", "invalid x-api-key"),
+    403: ("permission_error", "Your API key does not have permission to use the resource"),
+    404: ("not_found_error", "Not found"),
+    413: ("request_too_large", "Request exceeds the maximum allowed number of bytes"),
+    429: ("rate_limit_error", "Number of requests has exceeded your rate limit"),
+    500: ("api_error", "Internal server error"),
+    529: ("overloaded_error", "Overloaded"),
 }
-_DEFAULT_MESSAGES = {
-    "overloaded_error": "Overloaded",
-    "rate_limit_error": "Number of request tokens has exceeded your per-minute rate limit",
-    "api_error": "Internal server error",
-    "authentication_error": "invalid x-api-key",
-    "invalid_request_error": "Invalid request",
-}
+_THINKING_TYPES = ("thinking", "redacted_thinking")
+_OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 _THINKING_FIRST = (
     "Expected `thinking` or `redacted_thinking`, but found `{found}`. When `thinking` is "
     "enabled, a final `assistant` message must start with a thinking block (preceeding the "
@@ -190,9 +203,10 @@ _THINKING_FIRST = (
 
 
 class RequestError(Exception):
-    def __init__(self, message: str, status: int = 400, kind: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.kind = status, kind or _ERROR_TYPES.get(status, "api_error")
+    def __init__(self, message: str | None, status: int = 400, kind: str | None = None) -> None:
+        kind_, default = _ERRORS.get(status, _ERRORS[500])
+        super().__init__(message or default)
+        self.status, self.kind = status, kind or kind_
 
 
 def _validation_message(error: pydantic.ValidationError) -> str:
@@ -218,7 +232,7 @@ class AnthropicReply:
     error_message: str | None = None
     retry_after: int | None = None  # a retry-after header; a 429 sends 0 when unset
     stream_error_after: int | None = None  # SSE events before an overloaded ``error`` event
-    break_after: int | None = None  # SSE events before the connection drops
+    break_after: int | None = None  # SSE events (ping included) before the connection drops
     interleave_tools: bool = False  # stream tool_use blocks open at once, deltas alternating
 
 
@@ -244,8 +258,8 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
 
 
 class FakeAnthropic:
-    def __init__(self, api_key: str = ANTHROPIC_KEY, signing_key: bytes = b"fake") -> None:
-        self.api_key = api_key
+    def __init__(self, *api_keys: str, signing_key: bytes = b"fake") -> None:
+        self.api_keys = set(api_keys or [ANTHROPIC_KEY])  # each with its own prompt cache
         self.signing_key = signing_key
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -281,14 +295,12 @@ class FakeAnthropic:
 
     def replayed_thinking(self, body: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """The thinking and redacted_thinking blocks of a request's assistant messages."""
-        messages = (body or self.last)["messages"]
-        return [
-            block
-            for message in messages
-            if message["role"] == "assistant"
-            for block in _blocks(message["content"])
-            if block["type"] in ("thinking", "redacted_thinking")
+        said = [
+            _blocks(m["content"])
+            for m in (body or self.last)["messages"]
+            if m["role"] == "assistant"
         ]
+        return [b for blocks in said for b in blocks if b["type"] in _THINKING_TYPES]
 
     # -- checks ------------------------------------------------------------------------
 
@@ -298,7 +310,7 @@ class FakeAnthropic:
             self.paths.append(request.url.path)
             if isinstance(body, dict):
                 self.requests.append(body)
-        if _api_key(request) != self.api_key:
+        if _api_key(request) not in self.api_keys:
             raise RequestError("invalid x-api-key", 401)
         if (version := request.headers.get("anthropic-version")) is None:
             raise RequestError("anthropic-version: header is required")
@@ -308,60 +320,21 @@ class FakeAnthropic:
             raise RequestError("There was an error parsing the body as JSON")
         return body
 
-    def _check(self, body: dict[str, Any], adapter: pydantic.TypeAdapter[Any]) -> None:
-        try:
-            adapter.validate_python(body, strict=True)
-        except pydantic.ValidationError as error:
-            raise RequestError(_validation_message(error)) from None
-        if body.get("max_tokens", 0) < 0:
-            raise RequestError("max_tokens: Input should be greater than or equal to 0")
-        _check_roles(body["messages"])
+    def check(self, body: dict[str, Any], path: str = "/v1/messages") -> None:
+        """``check_request``, and every replayed thinking block one this fake issued."""
+        check_request(body, path)
         for i, message in enumerate(body["messages"]):
-            _check_tools(body["messages"], i)
             for j, block in enumerate(_blocks(message["content"])):
-                _check_media(block, f"messages.{i}.content.{j}")
-        self._check_thinking(body)
-        found = sum(map(_cached, [*body.get("tools", []), *_blocks(body.get("system", []))]))
-        found += sum(_cached(b) for m in body["messages"] for b in _blocks(m["content"]))
-        found += body.get("cache_control") is not None
-        if found > 4:
-            raise RequestError(
-                f"A maximum of 4 blocks with cache_control may be provided. Found {found}."
-            )
-
-    def _check_thinking(self, body: dict[str, Any]) -> None:
-        config = body.get("thinking") or {"type": "disabled"}
-        if config["type"] == "enabled":
-            budget = config["budget_tokens"]
-            if budget < 1024:
-                raise RequestError(
-                    "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
-                )
-            if "max_tokens" in body and budget >= body["max_tokens"]:
-                raise RequestError("`max_tokens` must be greater than `thinking.budget_tokens`.")
-        forced = (body.get("tool_choice") or {}).get("type") in ("any", "tool")
-        if forced and config["type"] in ("enabled", "adaptive"):
-            raise RequestError("Thinking may not be enabled when tool_choice forces tool use.")
-        messages = body["messages"]
-        for i, message in enumerate(messages):
-            for j, block in enumerate(_blocks(message["content"])):
-                self._check_replayed(block, f"messages.{i}.content.{j}")
-        assistants = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
-        if config["type"] != "enabled" or not assistants:
-            return
-        final = _blocks(messages[assistants[-1]]["content"])
-        uses = any(b["type"] == "tool_use" for b in final)
-        if uses and final[0]["type"] not in ("thinking", "redacted_thinking"):
-            where = f"messages.{assistants[-1]}.content.0.type"
-            raise RequestError(f"{where}: {_THINKING_FIRST.format(found=final[0]['type'])}")
-
-    def _check_replayed(self, block: dict[str, Any], where: str) -> None:
-        if block["type"] == "thinking" and not hmac.compare_digest(
-            block["signature"], self.sign(block["thinking"])
-        ):
-            raise RequestError(f"{where}: Invalid `signature` in `thinking` block")
-        if block["type"] == "redacted_thinking" and block["data"] not in self.issued_redacted:
-            raise RequestError(f"{where}: Invalid `data` in `redacted_thinking` block")
+                where = f"messages.{i}.content.{j}"
+                if block["type"] == "thinking" and not hmac.compare_digest(
+                    block["signature"], self.sign(block["thinking"])
+                ):
+                    raise RequestError(f"{where}: Invalid `signature` in `thinking` block")
+                if (
+                    block["type"] == "redacted_thinking"
+                    and block["data"] not in self.issued_redacted
+                ):
+                    raise RequestError(f"{where}: Invalid `data` in `redacted_thinking` block")
 
     # -- usage -------------------------------------------------------------------------
 
@@ -385,18 +358,24 @@ class FakeAnthropic:
         return max(1, sum(len(text) for text, _ in self._units(body)) // 4)
 
     def _usage(self, body: dict[str, Any], api_key: str) -> dict[str, int]:
+        """Prompt caching as Anthropic does it: each breakpoint writes the prefix ending at
+        it; a request reads the longest prefix written before that ends at one of its
+        breakpoints or up to 20 blocks before one. Reads and writes leave input_tokens."""
         units, total = self._units(body), self.input_tokens(body)
-        prefixes, chars, hashed = [], 0, hashlib.sha256(body["model"].encode())
-        for text, breakpoint in units:
+        prefixes: list[tuple[str, int]] = []  # the hash and tokens of each prefix
+        chars, hashed = 0, hashlib.sha256(body["model"].encode())
+        for text, _ in units:
             chars += len(text)
             hashed.update(text.encode())
-            if breakpoint:
-                prefixes.append((hashed.hexdigest(), chars // 4))
+            prefixes.append((hashed.hexdigest(), chars // 4))
+        ends = [i for i, (_, breakpoint) in enumerate(units) if breakpoint]
+        looked = {k for end in ends for k in range(max(0, end - 19), end + 1)}
         with self._lock:
             seen = self._cache.setdefault(api_key, set())
-            read = max([tokens for key, tokens in prefixes if key in seen], default=0)
-            write = prefixes[-1][1] - read if prefixes and prefixes[-1][0] not in seen else 0
-            seen.update(key for key, _ in prefixes)
+            read = max([prefixes[k][1] for k in looked if prefixes[k][0] in seen], default=0)
+            last = prefixes[ends[-1]] if ends else None
+            write = last[1] - read if last and last[0] not in seen else 0
+            seen.update(prefixes[end][0] for end in ends)
         return {
             "input_tokens": total - read - write,
             "cache_creation_input_tokens": write,
@@ -471,12 +450,14 @@ class FakeAnthropic:
             rounds = itertools.zip_longest(*(s[1:-1] for s in tools))
             events += [e for each in rounds for e in each if e is not None]
             events += [s[-1] for s in tools]
-        delta = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
+        delta = {
+            "stop_reason": message["stop_reason"],
+            "stop_sequence": message.get("stop_sequence"),
+        }
         events.append({"type": "message_delta", "delta": delta, "usage": usage})
         events.append({"type": "message_stop"})
         for event in events:
-            if event["type"] != "ping":
-                _EVENT.validate_python(event, strict=True)
+            check_stream_event(event)
         return events
 
     # -- routes ------------------------------------------------------------------------
@@ -484,7 +465,7 @@ class FakeAnthropic:
     def _accept(self, request: Request, body: Any) -> tuple[dict[str, Any], AnthropicReply]:
         """The checked body of a ``/v1/messages`` request, and the reply it takes."""
         body = self._receive(request, body)
-        self._check(body, _CREATE_STREAMING if body.get("stream") is True else _CREATE)
+        self.check(body)
         tokens = self.input_tokens(body)
         if self.context_window is not None and tokens > self.context_window:
             raise RequestError(
@@ -501,9 +482,9 @@ class FakeAnthropic:
         except RequestError as error:
             return self._error(error)
         if reply.status != 200:
-            error = RequestError(reply.error_message or "", reply.status, reply.error_type)
+            error = RequestError(reply.error_message, reply.status, reply.error_type)
             return self._error(error, reply.retry_after)
-        message = self._message(reply, body, _api_key(request))
+        message = self._message(reply, body, _api_key(request) or "")
         if body.get("stream") is not True:
             return JSONResponse(message, headers={"request-id": f"req_{message['id']}"})
         events = self.events(message, reply.interleave_tools)
@@ -512,7 +493,7 @@ class FakeAnthropic:
     async def count_tokens(self, request: Request) -> Response:
         try:
             body = self._receive(request, await _json(request))
-            self._check(body, _COUNT)
+            self.check(body, request.url.path)
         except RequestError as error:
             return self._error(error)
         answer = {"input_tokens": self.input_tokens(body)}
@@ -521,8 +502,7 @@ class FakeAnthropic:
 
     def _error(self, error: RequestError, retry: int | None = None) -> Response:
         request_id = f"req_fake{next(self._count):016d}"
-        message = str(error) or _DEFAULT_MESSAGES.get(error.kind, "Internal server error")
-        body = {"type": "error", "error": {"type": error.kind, "message": message}}
+        body = {"type": "error", "error": {"type": error.kind, "message": str(error)}}
         headers = {"request-id": request_id}
         if retry is not None or error.status == 429:
             headers["retry-after"] = str(retry or 0)
@@ -539,6 +519,66 @@ class FakeAnthropic:
 
 
 # -- rules on the messages ---------------------------------------------------------------
+
+
+def check_request(body: dict[str, Any], path: str = "/v1/messages") -> None:
+    """Raise the ``RequestError`` the API answers ``body`` with, if any: the SDK's request
+    type (strict) and the documented rules. Thinking signatures are not checked here (only
+    the fake that signed them can): ``FakeAnthropic.check`` does that too."""
+    adapter = _CREATE_STREAMING if body.get("stream") is True else _CREATE
+    try:
+        (_COUNT if path.endswith("count_tokens") else adapter).validate_python(body, strict=True)
+    except pydantic.ValidationError as error:
+        raise RequestError(_validation_message(error)) from None
+    if body.get("max_tokens", 0) < 0:
+        raise RequestError("max_tokens: Input should be greater than or equal to 0")
+    _check_roles(body["messages"])
+    _check_tool_names(body.get("tools", []))
+    _check_tools(body["messages"])
+    for i, message in enumerate(body["messages"]):
+        for j, block in enumerate(_blocks(message["content"])):
+            _check_media(block, f"messages.{i}.content.{j}")
+    _check_thinking(body)
+    found = sum(map(_cached, [*body.get("tools", []), *_blocks(body.get("system", []))]))
+    found += sum(_cached(b) for m in body["messages"] for b in _blocks(m["content"]))
+    found += body.get("cache_control") is not None
+    if found > 4:
+        raise RequestError(
+            f"A maximum of 4 blocks with cache_control may be provided. Found {found}."
+        )
+
+
+def check_stream_event(event: dict[str, Any]) -> None:
+    """Validate one streamed event: the SDK's ``RawMessageStreamEvent``, or a ping, or an
+    error event (which the SDK raises as an ``APIStatusError``)."""
+    if event.get("type") == "error":
+        _ERROR_EVENT.validate_python(event, strict=True)
+    elif event.get("type") != "ping" or set(event) != {"type"}:
+        _EVENT.validate_python(event, strict=True)
+
+
+def _check_thinking(body: dict[str, Any]) -> None:
+    config = body.get("thinking") or {"type": "disabled"}
+    if config["type"] == "enabled":
+        budget = config["budget_tokens"]
+        if budget < 1024:
+            raise RequestError(
+                "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+            )
+        if "max_tokens" in body and budget >= body["max_tokens"]:
+            raise RequestError("`max_tokens` must be greater than `thinking.budget_tokens`.")
+    forced = (body.get("tool_choice") or {}).get("type") in ("any", "tool")
+    if forced and config["type"] in ("enabled", "adaptive"):
+        raise RequestError("Thinking may not be enabled when tool_choice forces tool use.")
+    messages = body["messages"]
+    assistants = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
+    if config["type"] != "enabled" or not assistants:
+        return
+    final = _blocks(messages[assistants[-1]]["content"])
+    uses = any(b["type"] == "tool_use" for b in final)
+    if uses and final[0]["type"] not in _THINKING_TYPES:
+        where = f"messages.{assistants[-1]}.content.0.type"
+        raise RequestError(f"{where}: {_THINKING_FIRST.format(found=final[0]['type'])}")
 
 
 def _check_roles(messages: list[dict[str, Any]]) -> None:
@@ -564,46 +604,52 @@ def _check_roles(messages: list[dict[str, Any]]) -> None:
         raise RequestError('messages: first message must use the "user" role')
 
 
-def _check_tools(messages: list[dict[str, Any]], i: int) -> None:
-    """Message ``i``'s tool_use blocks answered first thing in the next message, and its
-    tool_result blocks answering the previous one's."""
-    blocks = _blocks(messages[i]["content"])
-    for j, block in enumerate(blocks):
-        tool_id = block.get("id") if block["type"] == "tool_use" else block.get("tool_use_id")
-        if block["type"] in ("tool_use", "tool_result") and not _TOOL_ID.match(tool_id or ""):
-            key = "id" if block["type"] == "tool_use" else "tool_use_id"
+def _check_tool_names(tools: list[dict[str, Any]]) -> None:
+    names = [tool["name"] for tool in tools]
+    for i, tool in enumerate(tools):
+        if tool.get("type") in (None, "custom") and not _TOOL_NAME.match(tool["name"]):
             raise RequestError(
-                f"messages.{i}.content.{j}.{block['type']}.{key}: "
-                f"String should match pattern '{_TOOL_ID.pattern}'"
+                f"tools.{i}.custom.name: String should match pattern '{_TOOL_NAME.pattern}'"
             )
-    if messages[i]["role"] == "user":
-        asked = _blocks(messages[i - 1]["content"]) if i else []
-        ids = {b["id"] for b in asked if b["type"] == "tool_use"}
+    if len(set(names)) != len(names):
+        raise RequestError("tools: Tool names must be unique.")
+
+
+def _check_tools(messages: list[dict[str, Any]]) -> None:
+    """Tool ids well formed; tool_result blocks first in their message, each answering a
+    tool_use of the message before; every tool_use answered in the message after."""
+    for i, blocks in enumerate(_blocks(m["content"]) for m in messages):
+        asked = {b["id"] for b in _blocks(messages[i - 1]["content"]) if b["type"] == "tool_use"}
         for j, block in enumerate(blocks):
-            if block["type"] == "tool_result" and block["tool_use_id"] not in ids:
+            where, kind = f"messages.{i}.content.{j}", block["type"]
+            key = {"tool_use": "id", "tool_result": "tool_use_id"}.get(kind)
+            if key and not _TOOL_ID.match(block[key]):
                 raise RequestError(
-                    f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result`"
-                    f" blocks: {block['tool_use_id']}. Each `tool_result` block must have a"
+                    f"{where}.{kind}.{key}: String should match pattern '{_TOOL_ID.pattern}'"
+                )
+            if kind == "tool_result" and j and blocks[j - 1]["type"] != "tool_result":
+                raise RequestError(
+                    f"{where}: `tool_result` blocks must come first in the user message"
+                    " content, before any other block"
+                )
+            if kind == "tool_result" and (not i or block["tool_use_id"] not in asked):
+                raise RequestError(
+                    f"{where}: unexpected `tool_use_id` found in `tool_result` blocks:"
+                    f" {block['tool_use_id']}. Each `tool_result` block must have a"
                     " corresponding `tool_use` block in the previous message."
                 )
-            if block["type"] == "tool_result" and blocks[j - 1]["type"] != "tool_result" and j:
-                raise RequestError(
-                    f"messages.{i}.content.{j}: `tool_result` blocks must come first in the"
-                    " user message content, before any other block"
-                )
-        return
-    uses = [b["id"] for b in blocks if b["type"] == "tool_use"]
-    if len(set(uses)) != len(uses):
-        raise RequestError(f"messages.{i}: `tool_use` ids must be unique")
-    after = _blocks(messages[i + 1]["content"]) if i + 1 < len(messages) else []
-    leading = itertools.takewhile(lambda b: b["type"] == "tool_result", after)
-    missing = [u for u in uses if u not in {b["tool_use_id"] for b in leading}]
-    if missing:
-        raise RequestError(
-            f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately"
-            f" after: {', '.join(missing)}. Each `tool_use` block must have a corresponding"
-            " `tool_result` block in the next message."
-        )
+    for i, message in enumerate(messages):
+        uses = [b["id"] for b in _blocks(message["content"]) if b["type"] == "tool_use"]
+        if len(set(uses)) != len(uses):
+            raise RequestError(f"messages.{i}: `tool_use` ids must be unique")
+        after = _blocks(messages[i + 1]["content"]) if i + 1 < len(messages) else []
+        answered = {b["tool_use_id"] for b in after if b["type"] == "tool_result"}
+        if missing := [u for u in uses if u not in answered]:
+            raise RequestError(
+                f"messages.{i}: `tool_use` ids were found without `tool_result` blocks"
+                f" immediately after: {', '.join(missing)}. Each `tool_use` block must have a"
+                " corresponding `tool_result` block in the next message."
+            )
 
 
 def _check_media(block: dict[str, Any], where: str) -> None:
@@ -645,11 +691,7 @@ async def _sse(reply: AnthropicReply, events: list[dict[str, Any]]) -> AsyncIter
         if reply.break_after is not None and number >= reply.break_after:
             raise ConnectionResetError("the fake Anthropic drops the stream")
         if reply.stream_error_after is not None and number >= reply.stream_error_after:
-            error = {
-                "type": "error",
-                "error": {"type": "overloaded_error", "message": "Overloaded"},
-            }
-            yield f"event: error\ndata: {json.dumps(error)}\n\n".encode()
+            yield f"event: error\ndata: {json.dumps(_OVERLOADED)}\n\n".encode()
             return
         yield f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()
 

@@ -303,6 +303,8 @@ def to_messages_request(
     conversation = _Conversation(state)
     instructions = body.get("instructions")
     items = body.get("input", [])
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
     if isinstance(instructions, list):
         items = [*instructions, *items]
     elif isinstance(instructions, str) and instructions:
