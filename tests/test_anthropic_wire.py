@@ -332,3 +332,47 @@ def test_compaction_works_on_this_wire(claude: tuple[Gateway, FakeAnthropic]) ->
     assert compacted.status_code == 200, compacted.text
     assert compacted.json()["output"][-1]["type"] == "compaction"
     assert "Remember 42." in json.dumps(fake.last["messages"])
+
+
+@pytest.mark.anyio
+async def test_the_agents_sdk_runs_a_function_tool_on_claude(
+    claude: tuple[Gateway, FakeAnthropic],
+) -> None:
+    from agents import (
+        Agent,
+        ModelSettings,
+        OpenAIResponsesModel,
+        Runner,
+        function_tool,
+        set_tracing_disabled,
+    )
+    from openai.types.shared import Reasoning
+
+    gateway, fake = claude
+    set_tracing_disabled(True)
+
+    @function_tool
+    def lookup(city: str) -> str:
+        """Weather of a city."""
+        return f"sunny in {city}"
+
+    fake.script(
+        AnthropicReply(thinking="Look it up.", tool_uses=[("toolu_7", "lookup", {"city": "Oslo"})]),
+        AnthropicReply(text="It is sunny in Oslo."),
+    )
+    async with openai.AsyncOpenAI(
+        base_url=f"{gateway.url}/v1", api_key="k", max_retries=0, _strict_response_validation=True
+    ) as client:
+        agent = Agent(
+            name="assistant",
+            instructions="Be brief.",
+            model=OpenAIResponsesModel(model="claude", openai_client=client),
+            model_settings=ModelSettings(reasoning=Reasoning(effort="low")),
+            tools=[lookup],
+        )
+        result = await Runner.run(agent, "weather in Oslo?", auto_previous_response_id=True)
+    assert result.final_output == "It is sunny in Oslo."
+    assert fake.replayed_thinking()[0]["thinking"] == "Look it up."
+    [result_block] = fake.last["messages"][-1]["content"]
+    assert (result_block["tool_use_id"], result_block["content"]) == ("toolu_7", "sunny in Oslo")
+    assert fake.last["system"][0]["text"] == "Be brief."
