@@ -11,7 +11,7 @@ import json
 import re
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,9 @@ class Reply:
     delay: float = 0.0  # seconds before each streamed chunk
     gate: threading.Event | None = None  # an unstreamed answer waits until it is set
     piece_chars: int | None = None  # streamed text, reasoning and arguments in pieces this long
+    # Gemini's OpenAI-compatible endpoint: a signature on the first tool call, which every
+    # later request must send back on that call (``extra_content.google.thought_signature``)
+    thought_signature: str | None = None
 
     def pieces(self, text: str, count: int = 3) -> list[str]:
         """``text`` as streamed: in ``count`` pieces, or in pieces of ``piece_chars``."""
@@ -117,13 +120,15 @@ class FakeUpstream:
         # or only explains itself in words (vLLM).
         self.context_window: int | None = None
         self.context_error_code = True
+        self.thought_signatures: dict[str, str] = {}  # by the tool call id they came with
 
     def reset(self) -> None:
-        """Forget what was received and scripted; no context window."""
+        """Forget what was received, scripted and signed; no context window."""
         with self._lock:
             self.requests.clear()
             self.headers.clear()
             self.replies.clear()
+            self.thought_signatures.clear()
         self.context_window = None
         self.context_error_code = True
 
@@ -155,17 +160,44 @@ class FakeUpstream:
         }
         return JSONResponse({"error": error}, 400)
 
+    def _unsigned(self, messages: list[dict[str, Any]]) -> Response | None:
+        """Gemini's refusal of a tool call sent back without the signature it came with."""
+        for message in messages:
+            for call in message.get("tool_calls") or []:
+                issued = self.thought_signatures.get(call.get("id"))
+                sent = ((call.get("extra_content") or {}).get("google") or {}).get(
+                    "thought_signature"
+                )
+                if issued is not None and sent != issued:
+                    error = {
+                        "code": 400,
+                        "message": "Function call is missing a thought_signature in "
+                        "functionCall parts. This is required for tools to work correctly.",
+                        "status": "INVALID_ARGUMENT",
+                    }
+                    return JSONResponse([{"error": error}], 400)
+        return None
+
+    def _signed(self, reply: Reply, call: dict[str, Any]) -> dict[str, Any]:
+        """``call`` (the first of a reply) with the reply's thought signature, remembered."""
+        if reply.thought_signature is None:
+            return call
+        self.thought_signatures[call["id"]] = reply.thought_signature
+        return {**call, "extra_content": {"google": {"thought_signature": reply.thought_signature}}}
+
     async def chat(self, request: Request) -> Response:
         body = await request.json()
         self.headers.append(dict(request.headers))
         reply = self._next(body, f"reply to: {_last_user_text(body['messages'])}")
         if (too_long := self._too_long(body["messages"])) is not None:
             return too_long
+        if (unsigned := self._unsigned(body["messages"])) is not None:
+            return unsigned
         if reply.status != 200:
             return JSONResponse(reply.error_body or {"error": {"message": "nope"}}, reply.status)
         top = body.get("top_logprobs", 0) if body.get("logprobs") else None
         if body.get("stream"):
-            chunks = self.chat_chunks(reply, top)
+            chunks = self.chat_chunks(reply, top, self._signed)
             return StreamingResponse(
                 self._chat_stream(reply, chunks), media_type="text/event-stream"
             )
@@ -179,6 +211,7 @@ class FakeUpstream:
                 {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
                 for cid, name, args in reply.tool_calls
             ]
+            message["tool_calls"][0] = self._signed(reply, message["tool_calls"][0])
         return JSONResponse(
             {
                 "id": "chatcmpl-1",
@@ -199,8 +232,13 @@ class FakeUpstream:
         )
 
     @staticmethod
-    def chat_chunks(reply: Reply, top_logprobs: int | None = None) -> list[dict[str, Any]]:
-        """The chunks of a streamed answer; with ``top_logprobs``, content carries logprobs."""
+    def chat_chunks(
+        reply: Reply,
+        top_logprobs: int | None = None,
+        signed: Callable[[Reply, dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The chunks of a streamed answer; with ``top_logprobs``, content carries logprobs;
+        ``signed`` adds a thought signature to the first tool call's first chunk."""
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
             choice: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": finish}
@@ -215,9 +253,10 @@ class FakeUpstream:
         chunks += [chunk({"content": p}) for p in pieces]
         for index, (cid, name, args) in enumerate(reply.tool_calls):
             first = {"index": index, "id": cid, "type": "function"}
-            chunks.append(
-                chunk({"tool_calls": [{**first, "function": {"name": name, "arguments": ""}}]})
-            )
+            opening = {**first, "function": {"name": name, "arguments": ""}}
+            if index == 0 and signed is not None:
+                opening = signed(reply, opening)
+            chunks.append(chunk({"tool_calls": [opening]}))
             for piece in reply.pieces(args, 2):
                 chunks.append(
                     chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})

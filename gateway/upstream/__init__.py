@@ -33,7 +33,7 @@ def build_upstream(route: Route, client: ProviderClient | None, state: Reasoning
     if client is not None and wire == "anthropic":
         return AnthropicUpstream(client, route, state)
     if client is not None and wire == "chat_completions":
-        return ChatCompletionsUpstream(client)
+        return ChatCompletionsUpstream(client, state)
     if client is not None and wire == "responses":
         return ResponsesUpstream(client)
     return EchoUpstream()

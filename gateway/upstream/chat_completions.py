@@ -13,6 +13,7 @@ from .chat_request import to_chat_request
 from .chat_response import ChatTranslator, MalformedAnswer
 from .errors import UpstreamError, UpstreamInvalidResponse
 from .http import ProviderClient, describe_stream_failure, scrub
+from .reasoning_state import ReasoningState
 from .results import Item
 
 
@@ -23,19 +24,24 @@ class UpstreamReportedError(Exception):
 class ChatCompletionsUpstream:
     capabilities = NONE
 
-    def __init__(self, client: ProviderClient) -> None:
+    def __init__(self, client: ProviderClient, state: ReasoningState | None = None) -> None:
         self._client = client
         self._name = client.name
         self._settings = client.settings
+        self._state = state
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
         chat = to_chat_request(
-            request, model=request["model"], stream=stream, translated=self._client.translated
+            request,
+            model=request["model"],
+            stream=stream,
+            translated=self._client.translated,
+            state=self._state,
         )
         # No built-in tools reach a chat provider, so ``max_tool_calls`` limits nothing here.
         summary = (request.get("reasoning") or {}).get("summary") is not None
-        translator = ChatTranslator(chat.tool_names, reasoning_summary=summary)
+        translator = ChatTranslator(chat.tool_names, summary, self._state)
         if not stream:
             body = await self._client.fetch_json("/chat/completions", chat.encoded())
             try:

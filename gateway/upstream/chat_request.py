@@ -12,6 +12,7 @@ import orjson
 
 from .errors import UnsupportedInput
 from .output_builder import ToolName
+from .reasoning_state import ReasoningState
 from .results import Item
 from .translation_cache import KeptContexts, answer_end, joined, object_with_array
 
@@ -91,11 +92,19 @@ def _content_parts(content: Any, index: int) -> str | list[Item]:
 class _Messages:
     """Accumulates chat messages, merging consecutive tool calls into one assistant turn."""
 
-    def __init__(self, messages: list[Item] | None = None, reasoning: list[str] | None = None):
+    def __init__(
+        self,
+        state: ReasoningState | None,
+        messages: list[Item] | None = None,
+        reasoning: list[str] | None = None,
+    ):
         # Messages already made are never changed in place: a translated prefix shares them.
         # Only the last one may be replaced (a tool call merged into it).
         self.messages: list[Item] = messages or []
         self.pending_reasoning: list[str] = reasoning or []
+        self._state = state
+        # Gemini's thought signatures, by the call they go back on, from reasoning items
+        self._signatures: dict[str, str] = {}
         # (count, json): the first ``count`` messages, encoded by an earlier request
         self.encoded: tuple[int, bytes] | None = None
 
@@ -117,12 +126,15 @@ class _Messages:
         text = text_of(item.get("content")) or text_of(item.get("summary"))
         if text:
             self.pending_reasoning.append(text)
+        state = self._state.open(item.get("encrypted_content")) if self._state else None
+        if state is not None:  # this model's own: its signatures go back on their calls
+            self._signatures.update(state.get("thought_signatures") or {})
 
     def function_call(self, item: Item) -> None:
         arguments = item.get("arguments", "")
         if item.get("type") == "custom_tool_call":
             arguments = json.dumps({"input": item.get("input", "")})
-        call = {
+        call: Item = {
             "id": item.get("call_id"),
             "type": "function",
             "function": {
@@ -130,6 +142,9 @@ class _Messages:
                 "arguments": arguments,
             },
         }
+        signature = self._signatures.get(str(item.get("call_id")))
+        if signature is not None:
+            call["extra_content"] = {"google": {"thought_signature": signature}}
         last = self.messages[-1] if self.messages else None
         if last is not None and last["role"] == "assistant" and not self.pending_reasoning:
             self.messages[-1] = {**last, "tool_calls": [*last.get("tool_calls", ()), call]}
@@ -178,20 +193,22 @@ class TranslatedInputs:
     def __init__(self, max_entries: int = 16, max_items: int = 100_000, min_items: int = 8) -> None:
         self._kept = KeptContexts[_Translated](max_entries, max_items, min_items)
 
-    def translate(self, items: list[Item]) -> _Messages:
+    def translate(self, items: list[Item], state: ReasoningState | None = None) -> _Messages:
+        """``items`` as chat messages, the reasoning state of ``state``'s model put back;
+        a context translated for another model is not reused."""
         context = answer_end(items)
         if context < self._kept.min_items:
-            messages = _Messages()
+            messages = _Messages(state)
             messages.add(items, 0)
             return messages
-        done = self._kept.longest_prefix(items, context)
+        tag = state.origin if state else ""
+        done = self._kept.longest_prefix(items, context, tag)
         if done is None:
-            messages = _Messages()
+            messages = _Messages(state)
         else:
             made = done.made
-            messages = _Messages(
-                list(made.messages), list(made.reasoning)
-            )  # copies: the cached ones stay
+            # copies: the cached ones stay
+            messages = _Messages(state, list(made.messages), list(made.reasoning))
             messages.encoded = made.head()
         start = len(done.items) if done else 0
         if start < context:
@@ -201,7 +218,7 @@ class TranslatedInputs:
                 list(messages.pending_reasoning),
                 _encoded_head(messages.messages, done.made if done else None),
             )
-            self._kept.keep(items[:context], translated)
+            self._kept.keep(items[:context], translated, tag)
             messages.encoded = translated.head()
         messages.add(items[context:], context)
         return messages
@@ -302,11 +319,17 @@ _PARAMETERS = (
 
 
 def to_chat_request(
-    body: Item, *, model: str, stream: bool, translated: TranslatedInputs | None = None
+    body: Item,
+    *,
+    model: str,
+    stream: bool,
+    translated: TranslatedInputs | None = None,
+    state: ReasoningState | None = None,
 ) -> ChatRequest:
     """Translate a stateless Responses request (``input`` holds the full context).
 
-    ``translated`` holds earlier requests' translations to start from. Raises
+    ``translated`` holds earlier requests' translations to start from; ``state`` opens the
+    reasoning state this model gave earlier turns (Gemini's thought signatures). Raises
     :class:`UnsupportedInput` for an item or part the chat wire cannot express.
     """
     instructions = body.get("instructions")
@@ -314,10 +337,10 @@ def to_chat_request(
     if isinstance(instructions, list):
         items = [*instructions, *items]
     if translated is None:
-        messages = _Messages()
+        messages = _Messages(state)
         messages.add(items, 0)
     else:
-        messages = translated.translate(items)
+        messages = translated.translate(items, state)
     chat_messages, start = messages.messages, 0
     if isinstance(instructions, str) and instructions:
         chat_messages, start = [{"role": "system", "content": instructions}, *chat_messages], 1

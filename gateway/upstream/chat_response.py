@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .output_builder import OutputBuilder, ToolName
+from .reasoning_state import ReasoningState
 from .results import Event, Item, TurnResult, usage_from_chat
 
 
@@ -70,10 +71,15 @@ class ChatTranslator:
     """Created per request; feed it a whole completion or its stream chunks in order."""
 
     def __init__(
-        self, tool_names: Mapping[str, ToolName] | None = None, reasoning_summary: bool = False
+        self,
+        tool_names: Mapping[str, ToolName] | None = None,
+        reasoning_summary: bool = False,
+        state: ReasoningState | None = None,
     ) -> None:
-        """``reasoning_summary``: the client asked for one (the provider's reasoning is it)."""
+        """``reasoning_summary``: the client asked for one (the provider's reasoning is it);
+        ``state`` seals what the provider needs back (Gemini's thought signatures)."""
         self._builder = OutputBuilder(tool_names, reasoning_summary)
+        self._state = state
         self._finish_reason: str | None = None
         self._usage: Item | None = None
 
@@ -134,10 +140,25 @@ class ChatTranslator:
             call = _object(call, call_where)
             function = _object(call.get("function") or {}, f"{call_where}.function")
             index = _field(call, "index", int, call_where)
+            call_id = _field(call, "id", str, call_where)
+            events += self._thought_signature(call, call_id, call_where)
             events += builder.tool_call(
                 position if index is None else index,
-                _field(call, "id", str, call_where),
+                call_id,
                 _field(function, "name", str, f"{call_where}.function"),
                 _field(function, "arguments", str, f"{call_where}.function") or "",
             )
         return events
+
+    def _thought_signature(
+        self, call: Mapping[str, Any], call_id: str | None, where: str
+    ) -> list[Event]:
+        """A reasoning item sealing the signature Gemini put on ``call``, which it must get
+        back on that call next turn (``extra_content.google.thought_signature``)."""
+        extra = _object(call.get("extra_content") or {}, f"{where}.extra_content")
+        google = _object(extra.get("google") or {}, f"{where}.extra_content.google")
+        signature = _field(google, "thought_signature", str, f"{where}.extra_content.google")
+        if not signature or call_id is None or self._state is None:
+            return []
+        sealed = self._state.seal({"thought_signatures": {call_id: signature}})
+        return self._builder.reasoning_end(sealed)

@@ -24,10 +24,10 @@ class ReasoningState:
     def __init__(self, sealer: Sealer, project: str, origin: str) -> None:
         self._sealer = sealer
         self._project = project
-        self._origin = origin
+        self.origin = origin
 
     def seal(self, state: Item) -> str:
-        text = orjson.dumps({"origin": self._origin, "state": state}).decode()
+        text = orjson.dumps({"origin": self.origin, "state": state}).decode()
         return self._sealer.seal(self._project, text, REASONING_PREFIX)
 
     def open(self, token: Any) -> Item | None:
@@ -38,4 +38,4 @@ class ReasoningState:
         if text is None:
             return None
         sealed = orjson.loads(text)
-        return sealed["state"] if sealed.get("origin") == self._origin else None
+        return sealed["state"] if sealed.get("origin") == self.origin else None

@@ -38,6 +38,7 @@ def answer_end(items: list[Item]) -> int:
 class Kept(Generic[T]):
     items: list[Item]
     made: T  # what was made of the items
+    tag: str = ""  # what else it was made for: only a request for the same may reuse it
 
 
 class KeptContexts(Generic[T]):
@@ -52,8 +53,9 @@ class KeptContexts(Generic[T]):
         self._next_key = 0
         self._held = 0  # items in all entries
 
-    def longest_prefix(self, items: list[Item], most: int) -> Kept[T] | None:
-        """The longest kept context that ``items`` start with, at most ``most`` long.
+    def longest_prefix(self, items: list[Item], most: int, tag: str = "") -> Kept[T] | None:
+        """The longest kept context that ``items`` start with, at most ``most`` long, kept
+        with ``tag``.
 
         Longest first, so a match ends the search: comparing a prefix costs little for the
         very same item objects, but a deep comparison of each item for equal ones (a chain
@@ -64,7 +66,12 @@ class KeptContexts(Generic[T]):
         )
         for key, entry in ranked:
             size = len(entry.items)
-            if size <= most and items[size - 1] == entry.items[-1] and items[:size] == entry.items:
+            if (
+                size <= most
+                and entry.tag == tag
+                and items[size - 1] == entry.items[-1]
+                and items[:size] == entry.items
+            ):
                 if items[size - 1] is not entry.items[-1]:  # equal objects, not the same:
                     entry = replace(entry, items=items[:size])  # the next match is by identity
                     self._entries[key] = entry
@@ -72,11 +79,11 @@ class KeptContexts(Generic[T]):
                 return entry
         return None
 
-    def keep(self, items: list[Item], made: T) -> None:
+    def keep(self, items: list[Item], made: T, tag: str = "") -> None:
         """Keep ``items`` (a list of their own) and what was made of them, within budget."""
         if len(items) > self.max_items:
             return
-        self._entries[self._next_key] = Kept(items, made)
+        self._entries[self._next_key] = Kept(items, made, tag)
         self._next_key += 1
         self._held += len(items)
         while len(self._entries) > self._max_entries or self._held > self.max_items:

@@ -153,8 +153,6 @@ class _Conversation:
             self._append("assistant", [self._tool_use(item)])
         elif kind in _TOOL_OUTPUTS:
             self._append("user", [self._tool_result(item, where)])
-        elif kind == "item_reference":
-            return  # resolved before this point when it could be
         else:
             raise UnsupportedInput(
                 f"Input items of type '{kind}' cannot be sent to an Anthropic upstream.", where
