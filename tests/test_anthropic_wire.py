@@ -59,6 +59,11 @@ def claude(
                     "base_url": f"{chat_url}/v1",
                     "api_key": UPSTREAM_KEY,
                 },
+                "responses": {
+                    "wire_api": "responses",
+                    "base_url": f"{chat_url}/v1",
+                    "api_key": UPSTREAM_KEY,
+                },
             },
             "models": {
                 "claude": {"provider": "claude", "upstream_model": MODEL},
@@ -70,6 +75,7 @@ def claude(
                     "context_window": 60,
                 },
                 "chat-model": {"provider": "chat", "upstream_model": "upstream-chat"},
+                "resp-model": {"provider": "responses", "upstream_model": "upstream-resp"},
             },
         },
         env={},
@@ -196,18 +202,22 @@ def test_another_model_never_receives_the_signatures(
     sent = json.dumps(gateway.fake.last)
     assert "signature" not in sent and "gwr1." not in sent and "encrypted_content" not in sent
 
+    on_responses = client.responses.create(
+        model="resp-model", input="Then?", previous_response_id=on_chat.id
+    )
+    sent = json.dumps(gateway.fake.last)
+    assert "gwr1." not in sent and "Hmm." not in sent  # no reasoning of Claude's goes there
+    assert "Rome?" in sent and "From chat." in sent  # the visible turns do
     back = client.responses.create(
-        model="claude-other", input="And now?", previous_response_id=on_chat.id, reasoning=reasoning
+        model="claude-other",
+        input="And now?",
+        previous_response_id=on_responses.id,
+        reasoning=reasoning,
     )
     assert back.status == "completed"
     assert fake.replayed_thinking() == []  # claude-haiku-5 gets none of claude-sonnet's
-    assert [m["role"] for m in fake.last["messages"]] == [
-        "user",
-        "assistant",
-        "user",
-        "assistant",
-        "user",
-    ]
+    roles = [m["role"] for m in fake.last["messages"]]
+    assert roles == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
 
 
 def test_usage_counts_cache_reads_and_writes(claude: tuple[Gateway, FakeAnthropic]) -> None:

@@ -16,6 +16,7 @@ import orjson
 
 from session import new_item_id
 
+from ..sealing import REASONING_PREFIX
 from .base import Capabilities, Replay, UpstreamStream
 from .errors import UpstreamError, UpstreamInvalidResponse
 from .http import ProviderClient, describe_stream_failure, scrub
@@ -106,7 +107,22 @@ class IdMap:
 
 
 def _stateless_items(items: list[Item]) -> list[Item]:
-    return [{key: value for key, value in item.items() if key != "id"} for item in items]
+    """The items without the gateway's ids, and without reasoning that another provider's
+    model made (its state sealed by the gateway, which this upstream cannot read)."""
+    return [
+        {key: value for key, value in item.items() if key != "id"}
+        for item in items
+        if not _sealed_here(item)
+    ]
+
+
+def _sealed_here(item: Item) -> bool:
+    token = item.get("encrypted_content")
+    return (
+        item.get("type") == "reasoning"
+        and isinstance(token, str)
+        and token.startswith(REASONING_PREFIX)
+    )
 
 
 def upstream_payload(request: Item, stream: bool) -> Item:
