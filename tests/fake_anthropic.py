@@ -11,168 +11,30 @@ from __future__ import annotations
 
 import base64
 import binascii
-import collections.abc
 import hashlib
 import hmac
 import itertools
 import json
-import os
 import re
 import threading
-import types
-import typing
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Any
 
 import pydantic
-import typing_extensions
-from anthropic.types import Message, MessageTokensCount, RawMessageStreamEvent
-from anthropic.types.message_count_tokens_params import MessageCountTokensParams
-from anthropic.types.message_create_params import (
-    MessageCreateParamsNonStreaming,
-    MessageCreateParamsStreaming,
-)
+from anthropic.types import Message, MessageTokensCount
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from .anthropic_types import COUNT, CREATE, CREATE_STREAMING, ERROR_EVENT, EVENT
+
 ANTHROPIC_KEY = "sk-ant-fake-0123456789"
 # The SDK (2.10) sends ``anthropic-version: 2026-10-21`` and its key as a bearer token.
 VERSIONS = {"2023-01-01", "2023-06-01", "2026-10-21"}
 
-# -- the SDK's request types, made strict ----------------------------------------------
-# A plain ``TypeAdapter(MessageCreateParams...)`` is not enough: its ``Iterable`` fields
-# validate lazily (a ``ValidatorIterator`` checks nothing until iterated) and its
-# TypedDicts ignore unknown keys. So each SDK TypedDict is rebuilt with ``extra="forbid"``,
-# ``Iterable``/``Sequence`` become ``list``, the SDK-side conveniences (response models,
-# file objects) leave the unions, and unions told apart by a literal ``type``/``role``
-# become tagged unions, whose errors name the tag as the real API's do.
-
-_DROP = object()  # a type that cannot come over the wire
-_SEQUENCES = {collections.abc.Iterable, collections.abc.Sequence, list}
-_REQUIRED = {typing.Required, typing_extensions.Required}
-_WRAPPERS = _REQUIRED | {typing.NotRequired, typing_extensions.NotRequired}
-_UNION: Any = Union
-_ANNOTATED: Any = Annotated
-_TYPED_DICT: Any = typing_extensions.TypedDict
-_strict_types: dict[Any, Any] = {}
-
-
-def _is_typeddict(tp: Any) -> bool:
-    return isinstance(tp, type) and typing_extensions.is_typeddict(tp)
-
-
-def strict(tp: Any) -> Any:
-    """``tp`` (an SDK request type) as pydantic must see it to validate like the API."""
-    origin = get_origin(tp) or tp
-    if isinstance(origin, type) and issubclass(origin, pydantic.BaseModel | typing.IO):
-        return _DROP
-    if origin is os.PathLike:
-        return _DROP
-    if _is_typeddict(tp):
-        return _strict_typeddict(tp)
-    if origin is Annotated:
-        inner, *metadata = get_args(tp)
-        converted = strict(inner)
-        return converted if converted is _DROP else _ANNOTATED[(converted, *metadata)]
-    if origin in _SEQUENCES:
-        item = strict(get_args(tp)[0])
-        return _DROP if item is _DROP else types.GenericAlias(list, (item,))
-    if origin in (dict, collections.abc.Mapping):
-        return types.GenericAlias(dict, tuple(strict(arg) for arg in get_args(tp)))
-    if origin is Union:
-        return _strict_union(get_args(tp))
-    return tp
-
-
-def _strict_typeddict(cls: Any) -> Any:
-    if cls in _strict_types:
-        return _strict_types[cls]
-    fields = {}
-    for name, hint in typing.get_type_hints(cls, include_extras=True).items():
-        # The SDK's string annotations hide Required[...] from ``__required_keys__``, which
-        # then only tells each class's totality apart.
-        required = name in cls.__required_keys__
-        if get_origin(hint) in _WRAPPERS:
-            required, hint = get_origin(hint) in _REQUIRED, get_args(hint)[0]
-        wrapper = typing_extensions.Required if required else typing_extensions.NotRequired
-        fields[name] = wrapper[strict(hint)]
-    made = _TYPED_DICT(cls.__name__, fields)
-    made.__pydantic_config__ = pydantic.ConfigDict(extra="forbid")
-    _strict_types[cls] = made
-    return made
-
-
-def _strict_union(args: tuple[Any, ...]) -> Any:
-    members = [m for m in map(strict, args) if m is not _DROP]
-    dicts = [m for m in members if _is_typeddict(m)]
-    if len(dicts) > 1 and (tagged := _tagged(dicts)) is not None:
-        members = [*(m for m in members if not _is_typeddict(m)), tagged]
-    if not members:
-        return _DROP
-    return members[0] if len(members) == 1 else _UNION[tuple(members)]
-
-
-def _tagged(dicts: list[Any]) -> Any:
-    """``dicts`` as a union tagged by their literal ``type`` (or ``role``), else None. One
-    member may leave the key out (a custom tool's optional ``"type": "custom"``)."""
-    for key in ("type", "role"):
-        tags: dict[str, str] = {}  # each literal value -> its member's tag
-        labelled, default = [], None
-        for member in dicts:
-            values = _literals(typing.get_type_hints(member).get(key))
-            if not values or tags.keys() & set(values):
-                break
-            tags |= dict.fromkeys(values, values[0])
-            labelled.append(Annotated[member, pydantic.Tag(values[0])])
-            if key not in member.__required_keys__:
-                default = values[0] if default is None else ""
-        else:
-            if default != "":
-                return _ANNOTATED[
-                    _UNION[tuple(labelled)], pydantic.Discriminator(_picker(key, tags, default))
-                ]
-    return None
-
-
-def _literals(hint: Any) -> tuple[str, ...]:
-    """The strings of ``Literal[...]`` or ``Optional[Literal[...]]``, else ()."""
-    if get_origin(hint) is Union:
-        hint = next((a for a in get_args(hint) if a is not type(None)), None)
-    values = get_args(hint) if get_origin(hint) is Literal else ()
-    return values if all(isinstance(v, str) for v in values) else ()
-
-
-def _picker(key: str, tags: dict[str, str], default: str | None) -> Callable[[Any], Any]:
-    def pick(value: Any) -> Any:
-        tag = (value.get(key) or default) if isinstance(value, dict) else None
-        return tags.get(tag, tag) if isinstance(tag, str) else None
-
-    return pick
-
-
-_CREATE = pydantic.TypeAdapter[Any](strict(MessageCreateParamsNonStreaming))
-_CREATE_STREAMING = pydantic.TypeAdapter[Any](strict(MessageCreateParamsStreaming))
-_COUNT = pydantic.TypeAdapter[Any](strict(MessageCountTokensParams))
-_EVENT = pydantic.TypeAdapter[Any](RawMessageStreamEvent)
-
-
-class _ErrorBody(typing_extensions.TypedDict):
-    type: str
-    message: str
-
-
-@pydantic.with_config(pydantic.ConfigDict(extra="forbid"))
-class _ErrorEvent(typing_extensions.TypedDict):
-    type: Literal["error"]
-    error: _ErrorBody
-    request_id: typing_extensions.NotRequired[str | None]
-
-
-_ERROR_EVENT = pydantic.TypeAdapter[Any](_ErrorEvent)
 _TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 _MAGIC = {  # what the decoded data of each media type starts with
@@ -525,9 +387,9 @@ def check_request(body: dict[str, Any], path: str = "/v1/messages") -> None:
     """Raise the ``RequestError`` the API answers ``body`` with, if any: the SDK's request
     type (strict) and the documented rules. Thinking signatures are not checked here (only
     the fake that signed them can): ``FakeAnthropic.check`` does that too."""
-    adapter = _CREATE_STREAMING if body.get("stream") is True else _CREATE
+    adapter = CREATE_STREAMING if body.get("stream") is True else CREATE
     try:
-        (_COUNT if path.endswith("count_tokens") else adapter).validate_python(body, strict=True)
+        (COUNT if path.endswith("count_tokens") else adapter).validate_python(body, strict=True)
     except pydantic.ValidationError as error:
         raise RequestError(_validation_message(error)) from None
     if body.get("max_tokens", 0) < 0:
@@ -552,9 +414,9 @@ def check_stream_event(event: dict[str, Any]) -> None:
     """Validate one streamed event: the SDK's ``RawMessageStreamEvent``, or a ping, or an
     error event (which the SDK raises as an ``APIStatusError``)."""
     if event.get("type") == "error":
-        _ERROR_EVENT.validate_python(event, strict=True)
+        ERROR_EVENT.validate_python(event, strict=True)
     elif event.get("type") != "ping" or set(event) != {"type"}:
-        _EVENT.validate_python(event, strict=True)
+        EVENT.validate_python(event, strict=True)
 
 
 def _check_thinking(body: dict[str, Any]) -> None:
