@@ -314,3 +314,22 @@ def test_stop_reasons(stop_reason: str, status: str, details: Any) -> None:
     translator.message(message)
     result = translator.finish()[1]
     assert (result.status, result.incomplete_details, result.output_text) == (status, details, "Hi")
+
+
+def test_running_out_of_context_window_takes_the_context_length_path() -> None:
+    translator = MessagesTranslator(state())
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "content": [{"type": "text", "text": "Partial"}],
+        "stop_reason": "model_context_window_exceeded",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    Message.model_validate(message)
+    translator.message(message)
+    result = translator.finish()[1]
+    assert result.status == "failed"
+    assert result.error is not None and result.error["code"] == "context_length_exceeded"
