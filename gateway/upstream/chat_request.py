@@ -14,9 +14,9 @@ from .errors import UnsupportedInput
 from .output_builder import ToolName
 from .reasoning_state import ReasoningState
 from .results import Item
+from .tools import flat_name, function_tools
 from .translation_cache import KeptContexts, answer_end, joined, object_with_array
 
-NAMESPACE_SEPARATOR = "__"
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
 _ROLES = {"developer": "system"}  # most chat providers know no "developer" role
 
@@ -44,10 +44,6 @@ class ChatRequest:
 def _inner(values: list[Any]) -> bytes:
     """``values`` as JSON, without the brackets."""
     return orjson.dumps(values)[1:-1]
-
-
-def flat_name(name: str, namespace: str | None) -> str:
-    return f"{namespace}{NAMESPACE_SEPARATOR}{name}" if namespace else name
 
 
 def text_of(content: Any) -> str:
@@ -234,49 +230,20 @@ def _encoded_head(messages: list[Item], done: _Translated | None) -> bytes:
     return joined(done.encoded, _inner(messages[len(done.messages) - 1 : -1]))
 
 
-def _custom_as_function(tool: Item) -> Item:
-    """A custom (free-form input) tool as a function of one string, ``input``."""
-    description = tool.get("description") or ""
-    grammar = tool.get("format") or {}
-    if grammar.get("type") == "grammar" and grammar.get("definition"):
-        description += (
-            f"\n\nThe input must follow this {grammar.get('syntax', '')} grammar:\n"
-            f"{grammar['definition']}"
-        )
-    parameters = {
-        "type": "object",
-        "properties": {"input": {"type": "string", "description": "The tool's free-form input."}},
-        "required": ["input"],
-    }
-    return {"name": tool["name"], "description": description.strip(), "parameters": parameters}
-
-
 def _tools(tools: list[Item]) -> tuple[list[Item], dict[str, ToolName]]:
-    """Function and custom tools as chat functions; namespaces flattened; hosted ones left out."""
-    chat_tools: list[Item] = []
-    names: dict[str, ToolName] = {}
-
-    def add(tool: Item, namespace: str | None) -> None:
-        kind = tool.get("type")
-        if kind not in ("function", "custom") or not tool.get("name"):
-            return
-        custom = kind == "custom"
-        source = _custom_as_function(tool) if custom else tool
-        name = flat_name(tool["name"], namespace)
-        function: Item = {"name": name}
-        for key in ("description", "parameters", "strict"):
-            if source.get(key):
-                function[key] = source[key]
+    """Function and custom tools as chat functions (see :mod:`.tools`)."""
+    offered = function_tools(tools)
+    chat_tools = []
+    for tool in offered:
+        fields = (
+            ("name", tool.name),
+            ("description", tool.description),
+            ("parameters", tool.parameters),
+            ("strict", tool.strict),
+        )
+        function = {key: value for key, value in fields if value or key == "name"}
         chat_tools.append({"type": "function", "function": function})
-        names[name] = ToolName(tool["name"], namespace, custom)
-
-    for tool in tools:
-        if tool.get("type") == "namespace":
-            for inner in tool.get("tools", []):
-                add(inner, tool.get("name"))
-        else:
-            add(tool, None)
-    return chat_tools, names
+    return chat_tools, {tool.name: tool.client for tool in offered}
 
 
 def _tool_choice(choice: Any, names: dict[str, ToolName]) -> Any:

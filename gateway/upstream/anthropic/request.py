@@ -16,11 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config import Route
-from ..chat_request import flat_name, text_of
+from ..chat_request import text_of
 from ..errors import UnsupportedInput
 from ..output_builder import ToolName
 from ..reasoning_state import ReasoningState
 from ..results import Item
+from ..tools import flat_name, function_tools
 
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
 _TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -190,51 +191,19 @@ class _Conversation:
         }
 
 
-def _custom_schema(tool: Item) -> tuple[str, Item]:
-    description = tool.get("description") or ""
-    grammar = tool.get("format") or {}
-    if grammar.get("type") == "grammar" and grammar.get("definition"):
-        description += (
-            f"\n\nThe input must follow this {grammar.get('syntax', '')} grammar:\n"
-            f"{grammar['definition']}"
-        )
-    schema = {
-        "type": "object",
-        "properties": {"input": {"type": "string", "description": "The tool's free-form input."}},
-        "required": ["input"],
-    }
-    return description.strip(), schema
-
-
 def _tools(tools: list[Item]) -> tuple[list[Item], dict[str, ToolName]]:
-    """Function and custom tools as Messages API tools, namespaces flattened; hosted
-    tools (which only OpenAI runs) left out, as on the chat wire."""
-    made: list[Item] = []
-    names: dict[str, ToolName] = {}
-
-    def add(tool: Item, namespace: str | None) -> None:
-        kind = tool.get("type")
-        if kind not in ("function", "custom") or not tool.get("name"):
-            return
-        name = flat_name(tool["name"], namespace)
-        if kind == "custom":
-            description, schema = _custom_schema(tool)
-        else:
-            description = tool.get("description") or ""
-            schema = tool.get("parameters") or {"type": "object", "properties": {}}
-        entry: Item = {"name": name, "input_schema": schema}
-        if description:
-            entry["description"] = description
+    """Function and custom tools as Messages API tools (see :mod:`..tools`)."""
+    offered = function_tools(tools)
+    made = []
+    for tool in offered:
+        entry: Item = {
+            "name": tool.name,
+            "input_schema": tool.parameters or {"type": "object", "properties": {}},
+        }
+        if tool.description:
+            entry["description"] = tool.description
         made.append(entry)
-        names[name] = ToolName(tool["name"], namespace, kind == "custom")
-
-    for tool in tools:
-        if tool.get("type") == "namespace":
-            for inner in tool.get("tools", []):
-                add(inner, tool.get("name"))
-        else:
-            add(tool, None)
-    return made, names
+    return made, {tool.name: tool.client for tool in offered}
 
 
 def _tool_choice(choice: Any, names: dict[str, ToolName]) -> Item:
