@@ -5,20 +5,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import aiohttp
 import orjson
 
 from .base import NONE, Replay, UpstreamStream
 from .chat_request import to_chat_request
-from .chat_response import ChatTranslator, MalformedAnswer
-from .errors import UpstreamError, UpstreamInvalidResponse
-from .http import ProviderClient, describe_stream_failure, scrub
+from .chat_response import ChatTranslator
+from .errors import MalformedAnswer, UpstreamInvalidResponse
+from .http import ProviderClient, scrub
 from .reasoning_state import ReasoningState
-from .results import Item
-
-
-class UpstreamReportedError(Exception):
-    """An error the provider reported inside a stream that had already started."""
+from .results import Event, Item
+from .streams import ReportedError, ended
 
 
 class ChatCompletionsUpstream:
@@ -55,43 +51,28 @@ class ChatCompletionsUpstream:
             yield Replay([], translator.finish()[1])
             return
         async with self._client.open_events("/chat/completions", chat.encoded()) as data:
-            yield self._stream(data, translator)
+            yield ended(self._name, self._events(data, translator), translator)
 
-    async def _stream(self, data: AsyncIterator[str], translator: ChatTranslator) -> UpstreamStream:
+    async def _events(
+        self, data: AsyncIterator[str], translator: ChatTranslator
+    ) -> AsyncIterator[Event]:
         done = False
-        try:
-            async for text in data:
-                stripped = text.strip()
-                if stripped == "[DONE]":
-                    done = True
-                    break
-                if not stripped:
-                    continue
-                chunk = orjson.loads(text)
-                if isinstance(chunk, dict) and chunk.get("error"):
-                    error = chunk["error"]
-                    detail = error.get("message", error) if isinstance(error, dict) else error
-                    raise UpstreamReportedError(scrub(str(detail), self._settings))
-                for event in translator.chunk(chunk):
-                    yield event
-            if not (done and translator.finished):
-                raise EOFError
-        except UpstreamReportedError as error:
-            closing, result = translator.fail(
-                f"The upstream provider '{self._name}' reported an error: {error}"
-            )
-        except EOFError:
-            closing, result = translator.fail(
-                f"The answer from upstream provider '{self._name}' ended before it was complete."
-            )
-        except MalformedAnswer as error:
-            closing, result = translator.fail(
-                f"The upstream provider '{self._name}' sent an invalid stream chunk: {error}."
-            )
-        except (aiohttp.ClientError, TimeoutError, UpstreamError, ValueError) as error:
-            closing, result = translator.fail(describe_stream_failure(self._name, error))
-        else:
-            closing, result = translator.finish()
-        for event in closing:
-            yield event
-        yield result
+        async for text in data:
+            stripped = text.strip()
+            if stripped == "[DONE]":
+                done = True
+                break
+            if not stripped:
+                continue
+            chunk = orjson.loads(text)
+            if isinstance(chunk, dict) and chunk.get("error"):
+                error = chunk["error"]
+                detail = error.get("message", error) if isinstance(error, dict) else error
+                raise ReportedError(
+                    f"The upstream provider '{self._name}' reported an error: "
+                    f"{scrub(str(detail), self._settings)}"
+                )
+            for event in translator.chunk(chunk):
+                yield event
+        if not (done and translator.finished):
+            raise EOFError

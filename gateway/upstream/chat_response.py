@@ -9,13 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .errors import MalformedAnswer
 from .output_builder import OutputBuilder, ToolName
 from .reasoning_state import ReasoningState
 from .results import Event, Item, TurnResult, usage_from_chat
-
-
-class MalformedAnswer(ValueError):
-    """A provider answer whose shape is not that of Chat Completions."""
 
 
 def _field(mapping: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:

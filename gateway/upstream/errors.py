@@ -64,6 +64,10 @@ class UpstreamRejected(UpstreamError):
         self.retry_after = retry_after
 
 
+class MalformedAnswer(ValueError):
+    """A provider answer whose shape is not that of its wire API (read as it came)."""
+
+
 class UnsupportedInput(ValueError):
     """An input the chat wire cannot express; ``param`` names where it is."""
 

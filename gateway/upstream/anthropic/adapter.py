@@ -5,24 +5,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import aiohttp
 import orjson
 
 from ...config import Route
 from ..base import Capabilities, Replay, UpstreamStream
-from ..errors import UpstreamError, UpstreamInvalidResponse, UpstreamRejected
-from ..http import ProviderClient, describe_stream_failure, scrub
+from ..errors import MalformedAnswer, UpstreamError, UpstreamInvalidResponse, UpstreamRejected
+from ..http import ProviderClient, scrub
 from ..reasoning_state import ReasoningState
-from ..results import Item
+from ..results import Event, Item
+from ..streams import ReportedError, ended
 from .request import MessagesRequest, to_messages_request
-from .response import CONTEXT_WINDOW_EXCEEDED, MalformedMessage, MessagesTranslator
+from .response import CONTEXT_WINDOW_EXCEEDED, MessagesTranslator
 
 MESSAGES = "/v1/messages"
 COUNT_TOKENS = "/v1/messages/count_tokens"
-
-
-class UpstreamReportedError(Exception):
-    """An ``error`` event inside a stream that had already started."""
 
 
 class AnthropicUpstream:
@@ -58,7 +54,7 @@ class AnthropicUpstream:
             body = await self._client.fetch_json(MESSAGES, made.payload)
             try:
                 translator.message(body)
-            except MalformedMessage as error:
+            except MalformedAnswer as error:
                 raise self._invalid(str(error)) from None
             if translator.stop_reason == CONTEXT_WINDOW_EXCEEDED:  # truncation may retry
                 raise UpstreamRejected(
@@ -71,41 +67,23 @@ class AnthropicUpstream:
             yield Replay([], translator.finish()[1])
             return
         async with self._client.open_events(MESSAGES, made.payload) as data:
-            yield self._stream(data, translator)
+            yield ended(self._name, self._events(data, translator), translator)
 
-    async def _stream(
+    async def _events(
         self, data: AsyncIterator[str], translator: MessagesTranslator
-    ) -> UpstreamStream:
-        stopped = False
-        try:
-            async for text in data:
-                event = orjson.loads(text)
-                if isinstance(event, dict) and event.get("type") == "error":
-                    raise UpstreamReportedError(self._reported(event.get("error")))
-                for converted in translator.event(event):
-                    yield converted
-                if isinstance(event, dict) and event.get("type") == "message_stop":
-                    stopped = True
-                    break
-            if not (stopped and translator.finished):
-                raise EOFError
-        except UpstreamReportedError as error:
-            closing, result = translator.fail(str(error))
-        except EOFError:
-            closing, result = translator.fail(
-                f"The answer from upstream provider '{self._name}' ended before it was complete."
-            )
-        except MalformedMessage as error:
-            closing, result = translator.fail(
-                f"The upstream provider '{self._name}' sent an invalid stream event: {error}."
-            )
-        except (aiohttp.ClientError, TimeoutError, UpstreamError, ValueError) as error:
-            closing, result = translator.fail(describe_stream_failure(self._name, error))
+    ) -> AsyncIterator[Event]:
+        async for text in data:
+            event = orjson.loads(text)
+            if isinstance(event, dict) and event.get("type") == "error":
+                raise ReportedError(self._reported(event.get("error")))
+            for converted in translator.event(event):
+                yield converted
+            if isinstance(event, dict) and event.get("type") == "message_stop":
+                break
         else:
-            closing, result = translator.finish()
-        for converted in closing:
-            yield converted
-        yield result
+            raise EOFError  # the stream ended without ``message_stop``
+        if not translator.finished:
+            raise EOFError
 
     def _reported(self, error: object) -> str:
         """The message of a stream's ``error`` event, naming the provider; an overloaded

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from ..errors import MalformedAnswer
 from ..output_builder import OutputBuilder, ToolName
 from ..reasoning_state import ReasoningState
 from ..results import Event, Item, TurnResult, complete_usage
@@ -21,13 +22,9 @@ _FINISH_REASONS = {"max_tokens": "length", "refusal": "content_filter"}
 CONTEXT_WINDOW_EXCEEDED = "model_context_window_exceeded"
 
 
-class MalformedMessage(ValueError):
-    """An answer whose shape is not that of the Messages API."""
-
-
 def _object(value: Any, where: str) -> Mapping[str, Any]:
     if not isinstance(value, dict):
-        raise MalformedMessage(f"'{where}' is not an object")
+        raise MalformedAnswer(f"'{where}' is not an object")
     return value
 
 
@@ -77,7 +74,7 @@ class MessagesTranslator:
     def message(self, message: Any) -> list[Event]:
         message = _object(message, "message")
         if message.get("type") != "message" or not isinstance(message.get("content"), list):
-            raise MalformedMessage("the answer is not a message with content")
+            raise MalformedAnswer("the answer is not a message with content")
         self._usage = dict(_object(message.get("usage") or {}, "message.usage"))
         events: list[Event] = []
         for index, block in enumerate(message["content"]):
@@ -114,7 +111,7 @@ class MessagesTranslator:
     def _index(event: Mapping[str, Any]) -> int:
         index = event.get("index")
         if not isinstance(index, int):
-            raise MalformedMessage(f"a {event.get('type')} event has no index")
+            raise MalformedAnswer(f"a {event.get('type')} event has no index")
         return index
 
     def _start(self, index: int, block: Mapping[str, Any]) -> list[Event]:
@@ -147,7 +144,7 @@ class MessagesTranslator:
         kind = delta.get("type")
         block = self._blocks.get(index)
         if block is None:
-            raise MalformedMessage(f"a delta for content block {index}, which is not open")
+            raise MalformedAnswer(f"a delta for content block {index}, which is not open")
         if kind == "thinking_delta":
             text = str(delta.get("thinking") or "")
             self._thinking[index].append(text)
