@@ -289,47 +289,40 @@ def test_a_streamed_answer_with_thinking_and_parallel_tool_calls() -> None:
     assert kinds.count("response.function_call_arguments.done") == 2
 
 
-@pytest.mark.parametrize(
-    ("stop_reason", "status", "details"),
-    [
-        ("end_turn", "completed", None),
-        ("stop_sequence", "completed", None),
-        ("max_tokens", "incomplete", {"reason": "max_output_tokens"}),
-        ("refusal", "incomplete", {"reason": "content_filter"}),
-    ],
-)
-def test_stop_reasons(stop_reason: str, status: str, details: Any) -> None:
-    translator = MessagesTranslator(state())
+def translated_message(stop_reason: str, text: str) -> Any:
+    """The result of a whole answer of ``text`` that stopped for ``stop_reason``."""
     message = {
         "id": "msg_1",
         "type": "message",
         "role": "assistant",
         "model": "claude-x",
-        "content": [{"type": "text", "text": "Hi"}],
+        "content": [{"type": "text", "text": text}],
         "stop_reason": stop_reason,
         "stop_sequence": None,
         "usage": {"input_tokens": 1, "output_tokens": 1},
     }
     Message.model_validate(message)
+    translator = MessagesTranslator(state())
     translator.message(message)
-    result = translator.finish()[1]
+    return translator.finish()[1]
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "status", "details"),
+    [
+        ("end_turn", "completed", None),
+        ("stop_sequence", "completed", None),
+        ("pause_turn", "completed", None),
+        ("max_tokens", "incomplete", {"reason": "max_output_tokens"}),
+        ("refusal", "incomplete", {"reason": "content_filter"}),
+    ],
+)
+def test_stop_reasons(stop_reason: str, status: str, details: Any) -> None:
+    result = translated_message(stop_reason, "Hi")
     assert (result.status, result.incomplete_details, result.output_text) == (status, details, "Hi")
 
 
 def test_running_out_of_context_window_takes_the_context_length_path() -> None:
-    translator = MessagesTranslator(state())
-    message = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-x",
-        "content": [{"type": "text", "text": "Partial"}],
-        "stop_reason": "model_context_window_exceeded",
-        "stop_sequence": None,
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    }
-    Message.model_validate(message)
-    translator.message(message)
-    result = translator.finish()[1]
+    result = translated_message("model_context_window_exceeded", "Partial")
     assert result.status == "failed"
     assert result.error is not None and result.error["code"] == "context_length_exceeded"
