@@ -386,3 +386,25 @@ async def test_the_agents_sdk_runs_a_function_tool_on_claude(
     [result_block] = fake.last["messages"][-1]["content"]
     assert (result_block["tool_use_id"], result_block["content"]) == ("toolu_7", "sunny in Oslo")
     assert fake.last["system"][0]["text"] == "Be brief."
+
+
+def test_automatic_compaction_works_on_this_wire(claude: tuple[Gateway, FakeAnthropic]) -> None:
+    gateway, fake = claude
+    client = gateway.client()
+    previous = None
+    for n in range(3):
+        previous = client.responses.create(
+            model="claude", input=f"fact number {n} " * 10, previous_response_id=previous
+        ).id
+    fake.script(AnthropicReply(text="Summary: three facts."), AnthropicReply(text="Fresh."))
+    response = client.responses.create(
+        model="claude",
+        input="go on",
+        previous_response_id=previous,
+        extra_body={"context_management": [{"type": "compaction", "compact_threshold": 50}]},
+    )
+    assert [item.type for item in response.output] == ["compaction", "message"]
+    assert response.output_text == "Fresh."
+    answered = fake.last["messages"]
+    assert [m["role"] for m in answered] == ["user"]  # the kept user turns and the summary
+    assert "Summary: three facts." in json.dumps(answered)
