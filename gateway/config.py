@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import copy
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails
 
 from session import SessionSettings
 
 from .auth_settings import AuthSettings
+from .routing_settings import Deployment, Pricing, ProviderKey, RetrySettings, RoutingSettings
 
 WireApi = Literal["chat_completions", "responses", "anthropic", "echo"]
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -21,11 +34,23 @@ _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 class ConfigError(Exception):
-    """A configuration that cannot be used; ``problems`` lists each with its key path."""
+    """A configuration that cannot be used; ``problems`` lists each with its key path.
 
-    def __init__(self, problems: list[str]) -> None:
+    ``server`` and ``session`` hold those sections when they are valid on their own, so that
+    ``check-config`` can look at the machine (ports, folders, the database) all the same.
+    """
+
+    def __init__(
+        self,
+        problems: list[str],
+        *,
+        server: ServerSettings | None = None,
+        session: SessionSettings | None = None,
+    ) -> None:
         super().__init__("invalid configuration:\n" + "\n".join(f"  {p}" for p in problems))
         self.problems = problems
+        self.server = server
+        self.session = session
 
 
 class _Section(BaseModel):
@@ -33,6 +58,40 @@ class _Section(BaseModel):
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+_HOST_LABEL = r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)"
+_HOST_NAME = re.compile(rf"^{_HOST_LABEL}(\.{_HOST_LABEL})*\.?$")
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` cannot be listened on (``None`` if it can): an IP address or a host name."""
+    if host.startswith("[") and host.endswith("]"):
+        return "write an IPv6 address without brackets (e.g. ::1)"
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    if len(host) <= 253 and _HOST_NAME.match(host):
+        return None
+    return (
+        "must be an IP address or a host name, without scheme or port "
+        "(e.g. 127.0.0.1, or 0.0.0.0 for every interface)"
+    )
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an upstream's ``base_url`` (``None`` if it can)."""
+    example = "e.g. https://api.deepseek.com/v1"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return f"must start with http:// or https:// ({example})"
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number from 0 to 65535
+    except ValueError:
+        return f"has an invalid port ({example})"
+    if not parts.hostname:
+        return f"has no host ({example})"
+    return None
 
 
 class ServerSettings(_Section):
@@ -49,13 +108,22 @@ class ServerSettings(_Section):
     workers: int = Field(default=1, ge=1)
     log_format: Literal["text", "json"] = "text"
     heartbeat_seconds: float = Field(default=10.0, gt=0)
-    heartbeat_timeout_seconds: float = Field(default=40.0, gt=0)
+    heartbeat_timeout_seconds: float = Field(default=40.0, gt=0, validate_default=True)
 
-    @model_validator(mode="after")
-    def _heartbeat_outlives_a_missed_beat(self) -> ServerSettings:
-        if self.heartbeat_timeout_seconds <= 2 * self.heartbeat_seconds:
-            raise ValueError("heartbeat_timeout_seconds must be more than twice heartbeat_seconds")
-        return self
+    @field_validator("host")
+    @classmethod
+    def _listenable(cls, host: str) -> str:
+        if (problem := host_problem(host)) is not None:
+            raise ValueError(problem)
+        return host
+
+    @field_validator("heartbeat_timeout_seconds")
+    @classmethod
+    def _heartbeat_outlives_a_missed_beat(cls, timeout: float, info: ValidationInfo) -> float:
+        beat = info.data.get("heartbeat_seconds")
+        if beat is not None and timeout <= 2 * beat:
+            raise ValueError("must be more than twice heartbeat_seconds")
+        return timeout
 
     def hosts_allowed(self) -> list[str]:
         """``allowed_hosts``, or the loopback names when bound to loopback, else any."""
@@ -68,8 +136,9 @@ class ServerSettings(_Section):
 
 class ProviderSettings(_Section):
     wire_api: WireApi
-    base_url: str | None = None
+    base_url: str | None = Field(default=None, validate_default=True)
     api_key: str | None = None
+    api_keys: list[ProviderKey] = Field(default_factory=list)  # instead of ``api_key``
     timeout_seconds: float = Field(default=300.0, gt=0)
     connect_timeout_seconds: float = Field(default=10.0, gt=0)
     stream_idle_timeout_seconds: float = Field(default=300.0, gt=0)
@@ -84,12 +153,26 @@ class ProviderSettings(_Section):
     anthropic_version: str = "2023-06-01"
     anthropic_beta: str | None = None
 
+    @field_validator("base_url")
+    @classmethod
+    def _needs_base_url(cls, base_url: str | None, info: ValidationInfo) -> str | None:
+        wire_api = info.data.get("wire_api")  # absent when wire_api itself is invalid
+        if not base_url:
+            if wire_api == "anthropic":
+                return ANTHROPIC_BASE_URL
+            if wire_api not in (None, "echo"):
+                raise ValueError(
+                    f"required for wire_api {wire_api!r} (e.g. https://api.deepseek.com/v1)"
+                )
+            return None
+        if (problem := url_problem(base_url)) is not None:
+            raise ValueError(problem)
+        return base_url
+
     @model_validator(mode="after")
-    def _needs_base_url(self) -> ProviderSettings:
-        if self.wire_api == "anthropic" and not self.base_url:
-            self.base_url = ANTHROPIC_BASE_URL
-        if self.wire_api != "echo" and not self.base_url:
-            raise ValueError(f"base_url is required for wire_api {self.wire_api!r}")
+    def _one_way_to_give_keys(self) -> ProviderSettings:
+        if self.api_key and self.api_keys:
+            raise ValueError("give api_key or api_keys, not both")
         return self
 
     @model_validator(mode="after")
@@ -158,8 +241,13 @@ class ThinkingSettings(_Section):
 
 
 class ModelRoute(_Section):
-    provider: str
+    provider: str | None = None
     upstream_model: str | None = None
+    deployments: list[Deployment] = Field(default_factory=list)  # instead of ``provider``
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    fallbacks: list[str] = Field(default_factory=list)
+    context_window_fallbacks: list[str] = Field(default_factory=list)
+    pricing: Pricing | None = None
     context_window: int | None = Field(default=None, ge=1)
     # ``wire_api: anthropic``: the ``max_tokens`` sent when the client sets no
     # ``max_output_tokens`` (the API requires one), thinking, and prompt caching.
@@ -167,6 +255,23 @@ class ModelRoute(_Section):
     thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
     prompt_cache: Literal["auto", "off"] = "auto"
     codex: CodexModelSettings = Field(default_factory=CodexModelSettings)
+
+    @model_validator(mode="after")
+    def _one_way_to_route(self) -> ModelRoute:
+        if (self.provider is None) == (not self.deployments):
+            raise ValueError("give provider (with upstream_model) or deployments, not both")
+        if self.deployments and self.upstream_model is not None:
+            raise ValueError("upstream_model goes in each deployment")
+        return self
+
+    def targets(self, name: str) -> list[Deployment]:
+        """Where this model (called ``name`` by clients) may go, by weight."""
+        if self.provider is not None:
+            return [Deployment(provider=self.provider, upstream_model=self.upstream_model or name)]
+        return [
+            d.model_copy(update={"upstream_model": d.upstream_model or name})
+            for d in self.deployments
+        ]
 
 
 class Route(BaseModel):
@@ -179,6 +284,12 @@ class Route(BaseModel):
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
     prompt_cache: Literal["auto", "off"] = "auto"
+    weight: float = 1.0
+
+    @property
+    def deployment(self) -> str:
+        """The deployment's name: ``provider/upstream_model``."""
+        return f"{self.provider_name}/{self.upstream_model}"
 
 
 class CompactionSettings(_Section):
@@ -196,13 +307,26 @@ class GatewayConfig(_Section):
     )
     models: dict[str, ModelRoute] = Field(default_factory=dict)
     default_provider: str | None = None
+    routing: RoutingSettings = Field(default_factory=RoutingSettings)
 
     @model_validator(mode="after")
     def _providers_exist(self) -> GatewayConfig:
         problems = [
-            f"models.{name}.provider: unknown provider {route.provider!r}"
+            f"models.{name}.{'provider' if route.provider else 'deployments'}: "
+            f"unknown provider {target.provider!r}"
             for name, route in self.models.items()
-            if route.provider not in self.providers
+            for target in route.targets(name)
+            if target.provider not in self.providers
+        ]
+        problems += [
+            f"models.{name}.{key}: unknown model {other!r}"
+            for name, route in self.models.items()
+            for key, others in (
+                ("fallbacks", route.fallbacks),
+                ("context_window_fallbacks", route.context_window_fallbacks),
+            )
+            for other in others
+            if other not in self.models
         ]
         if self.default_provider is not None and self.default_provider not in self.providers:
             problems.append(f"default_provider: unknown provider {self.default_provider!r}")
@@ -230,37 +354,50 @@ class GatewayConfig(_Section):
         return longest + self.server.shutdown_grace_seconds + 60.0
 
     def route(self, model: str) -> Route | None:
-        """Return where ``model`` goes, or ``None`` if nothing routes it."""
+        """Return where ``model`` goes first, or ``None`` if nothing routes it."""
+        routes = self.routes(model)
+        return routes[0] if routes else None
+
+    def routes(self, model: str) -> list[Route]:
+        """Every deployment of ``model``, in the configured order (none if not routed)."""
         listed = self.models.get(model)
         if listed is not None:
-            return Route(
-                provider_name=listed.provider,
-                provider=self.providers[listed.provider],
-                upstream_model=listed.upstream_model or model,
-                context_window=listed.context_window,
-                max_output_tokens=listed.max_output_tokens,
-                thinking=listed.thinking,
-                prompt_cache=listed.prompt_cache,
-            )
+            return [
+                Route(
+                    provider_name=target.provider,
+                    provider=self.providers[target.provider],
+                    upstream_model=target.upstream_model or model,
+                    context_window=listed.context_window,
+                    max_output_tokens=listed.max_output_tokens,
+                    thinking=listed.thinking,
+                    prompt_cache=listed.prompt_cache,
+                    weight=target.weight,
+                )
+                for target in listed.targets(model)
+            ]
         if self.default_provider is not None:
             name = self.default_provider
-            return Route(provider_name=name, provider=self.providers[name], upstream_model=model)
-        return None
+            return [Route(provider_name=name, provider=self.providers[name], upstream_model=model)]
+        return []
 
 
-def substitute_env(value: Any, env: Mapping[str, str], path: str = "") -> tuple[Any, list[str]]:
-    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string; report unset variables."""
+def substitute_env(
+    value: Any, env: Mapping[str, str], path: str = "", unset: list[str] | None = None
+) -> tuple[Any, list[str]]:
+    """Replace ``${VAR}`` and ``${VAR:-default}`` in every string; report unset variables
+    (and add the key paths holding them to ``unset``)."""
     problems: list[str] = []
     if isinstance(value, dict):
         result: dict[str, Any] = {}
         for key, child in value.items():
-            result[key], found = substitute_env(child, env, f"{path}.{key}" if path else str(key))
+            child_path = f"{path}.{key}" if path else str(key)
+            result[key], found = substitute_env(child, env, child_path, unset)
             problems += found
         return result, problems
     if isinstance(value, list):
         items = []
         for index, child in enumerate(value):
-            item, found = substitute_env(child, env, f"{path}[{index}]")
+            item, found = substitute_env(child, env, f"{path}[{index}]", unset)
             items.append(item)
             problems += found
         return items, problems
@@ -274,32 +411,149 @@ def substitute_env(value: Any, env: Mapping[str, str], path: str = "") -> tuple[
         if default is not None:
             return default
         problems.append(f"{path}: environment variable {name} is not set")
+        if unset is not None:
+            unset.append(path)
         return ""
 
     return _ENV_REFERENCE.sub(replace, value), problems
 
 
-def _describe(error: ValidationError) -> list[str]:
+def key_path(loc: tuple[int | str, ...]) -> str:
+    """``auth.keys[0].key``: list indexes in brackets, as in :func:`substitute_env`'s paths."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else part
+    return path
+
+
+def _message(detail: ErrorDetails) -> str:
+    if detail["type"] == "extra_forbidden":
+        return "unknown key"
+    if detail["type"] == "missing":
+        return "required"
+    return detail["msg"].removeprefix("Value error, ")
+
+
+def _follows_from_unset(path: str, message: str, unset: list[str]) -> bool:
+    """Whether the error at ``path`` is only the empty value an unset variable left there
+    (on the key itself, or on the section holding it and naming the key)."""
+    return any(
+        name == path or (path and name.startswith(f"{path}.") and name[len(path) + 1 :] in message)
+        for name in unset
+    )
+
+
+def _describe(errors: list[ErrorDetails], unset: list[str]) -> list[str]:
     lines = []
-    for detail in error.errors():
-        path = ".".join(str(part) for part in detail["loc"])
-        lines.append(f"{path or '(top level)'}: {detail['msg']}")
+    for detail in errors:
+        path, message = key_path(detail["loc"]), _message(detail)
+        if _follows_from_unset(path, message, unset):
+            continue
+        if path:
+            lines.append(f"{path}: {message}")
+        else:  # the whole configuration's checks name their keys, several joined by "; "
+            lines += _JOINED.split(message)
     return lines
 
 
+_JOINED = re.compile(r"; (?=\S+: )")  # "; " before the next problem's key path
+_STAND_IN: dict[str, Any] = {"wire_api": "echo"}
+Section = TypeVar("Section", bound=BaseModel)
+
+
+def _set_aside(document: dict[str, Any], loc: tuple[int | str, ...], missing: bool) -> bool:
+    """Take what ``loc`` names (or the nearest thing holding it) out of ``document``, so that
+    the rest can be checked; a provider or model is replaced by a stand-in instead, so that
+    references to it still resolve. ``False`` when nothing meaningful would be left."""
+    parts = list(loc[:-1] if missing else loc)
+    while parts:
+        if parts[0] in ("providers", "models") and len(parts) <= 2:
+            return len(parts) == 2 and _stand_in(document, str(parts[0]), parts[1])
+        holder: Any = document
+        for part in parts[:-1]:
+            holder = _child(holder, part)
+        if _holds(holder, parts[-1]):
+            del holder[parts[-1]]
+            return True
+        parts.pop()
+    return False
+
+
+def _holds(holder: Any, part: int | str) -> bool:
+    if isinstance(holder, dict):
+        return part in holder
+    return isinstance(holder, list) and isinstance(part, int) and part < len(holder)
+
+
+def _child(holder: Any, part: int | str) -> Any:
+    return holder[part] if _holds(holder, part) else None
+
+
+def _stand_in(document: dict[str, Any], section: str, name: int | str) -> bool:
+    entries = document.get(section)
+    providers = document.get("providers", {"echo": _STAND_IN})
+    if not isinstance(entries, dict) or not isinstance(providers, dict) or not providers:
+        return False
+    entries[name] = (
+        dict(_STAND_IN) if section == "providers" else {"provider": next(iter(providers))}
+    )
+    return True
+
+
+def _cross_checks(document: dict[str, Any], errors: list[ErrorDetails]) -> list[ErrorDetails]:
+    """The whole configuration's own checks (references between sections, exposure), run on
+    what is left once the parts with errors are set aside: they would otherwise show only
+    once every other error is fixed."""
+    for _ in range(8):  # each round sets aside what the previous one found
+        for detail in errors:
+            missing = detail["type"] == "missing"
+            if detail["loc"] and not _set_aside(document, detail["loc"], missing):
+                return []
+        try:
+            GatewayConfig.model_validate(document)
+            return []
+        except ValidationError as error:
+            errors = error.errors()
+        if all(not detail["loc"] for detail in errors):
+            return errors
+    return []
+
+
+def _valid_section(model: type[Section], value: Any) -> Section | None:
+    try:
+        return model.model_validate({} if value is None else value)
+    except ValidationError:
+        return None
+
+
 def parse_config(raw: Any, env: Mapping[str, str] | None = None) -> GatewayConfig:
-    """Validate an already-loaded YAML document; raise :class:`ConfigError` on any problem."""
+    """Validate an already-loaded YAML document; raise :class:`ConfigError` on any problem.
+
+    Every problem is reported at once, with its key path (``auth.keys[0].key``); a value
+    left empty by an unset variable is reported once, as that.
+    """
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(["(top level): the configuration must be a mapping"])
-    substituted, problems = substitute_env(raw, os.environ if env is None else env)
+    unset: list[str] = []
+    substituted, problems = substitute_env(raw, os.environ if env is None else env, "", unset)
     try:
         config = GatewayConfig.model_validate(substituted)
     except ValidationError as error:
-        problems += _describe(error)
+        errors = error.errors()
+        if any(detail["loc"] for detail in errors):
+            errors += _cross_checks(copy.deepcopy(substituted), errors)
+        problems += _describe(errors, unset)
     if problems:
-        raise ConfigError(problems)
+        raise ConfigError(
+            problems,
+            server=_valid_section(ServerSettings, substituted.get("server")),
+            session=_valid_section(SessionSettings, substituted.get("session")),
+        )
     return config
 
 

@@ -22,6 +22,7 @@ LAYERS = {
     "auth_settings": 0,
     "errors": 0,
     "sealing": 0,
+    "routing_settings": 0,
     "upstream": 1,
     "api": 2,
     "observability": 3,

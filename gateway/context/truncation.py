@@ -11,27 +11,14 @@ from collections.abc import Sequence
 
 from session import Item
 
-from ..upstream.errors import UpstreamError, UpstreamRejected
+from ..upstream.errors import (
+    UpstreamError,
+)
 from .tokens import TokenCounter
 
-CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
-_OVERFLOW = re.compile(
-    r"context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long"
-    r"|input is too long|exceeds? the (model'?s? )?(maximum|limit)",
-    re.IGNORECASE,
-)
 # "maximum context length is 8192" (OpenAI, vLLM), "prompt is too long: 210000 tokens >
 # 200000 maximum" (Anthropic)
 _LIMIT = re.compile(r"maximum context length is (\d+)|> (\d+) maximum", re.IGNORECASE)
-
-
-def is_context_overflow(error: UpstreamError) -> bool:
-    """Whether the upstream refused the request for being longer than its context window."""
-    if not isinstance(error, UpstreamRejected):
-        return False
-    if error.code == CONTEXT_LENGTH_EXCEEDED:
-        return True
-    return error.status in (400, 413, 422) and bool(_OVERFLOW.search(error.message))
 
 
 def stated_limit(error: UpstreamError) -> int | None:

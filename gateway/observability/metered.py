@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TypeVar
 
+from ..routing_settings import Pricing
 from ..upstream import Event, TurnResult, Upstream, UpstreamError
 from ..upstream.base import NONE, Capabilities, UpstreamStream
 from ..upstream.errors import UpstreamRejected
@@ -39,8 +40,10 @@ class WatchedStream:
         model: str,
         project: str,
         start: float,
+        pricing: Pricing | None = None,
     ) -> None:
         self._events = events
+        self._pricing = pricing
         self._metrics = metrics
         self._labels = labels
         self._model = model
@@ -71,6 +74,9 @@ class WatchedStream:
         if result.status == "failed":
             metrics.upstream_errors.labels(*labels, "failed_answer").inc()
         metrics.observe_usage(self._project, labels[1], result.usage)
+        if self._pricing is not None and result.usage:
+            result.cost_usd = self._pricing.cost(result.usage)
+            metrics.cost_usd.labels(self._project, labels[1]).inc(result.cost_usd)
         note_turn(self._project, self._model, result.usage, elapsed)
 
 
@@ -84,13 +90,14 @@ async def watched(
     provider: str,
     model: str,
     project: str,
+    pricing: Pricing | None = None,
 ) -> AsyncIterator[UpstreamStream]:
-    """``upstream.open(...)``, with its events and failures observed."""
+    """``upstream.open(...)``, with its events and failures observed (and priced)."""
     labels = (provider, metrics.model_label(model))
     start = time.perf_counter()  # an unstreamed call is answered before ``open`` yields
     try:
         async with upstream.open(request, stream=stream) as events:
-            yield WatchedStream(events, metrics, labels, model, project, start)
+            yield WatchedStream(events, metrics, labels, model, project, start, pricing)
     except UpstreamError as error:
         metrics.upstream_errors.labels(*labels, error_code(error)).inc()
         raise
@@ -101,9 +108,16 @@ class MeteredUpstream:
     capabilities (counting tokens, compacting) included."""
 
     def __init__(
-        self, inner: Upstream, metrics: Metrics, provider: str, model: str, project: str
+        self,
+        inner: Upstream,
+        metrics: Metrics,
+        provider: str,
+        model: str,
+        project: str,
+        pricing: Pricing | None = None,
     ) -> None:
         self._inner = inner
+        self._pricing = pricing
         self._metrics = metrics
         self._provider = provider
         self._model = model
@@ -126,6 +140,7 @@ class MeteredUpstream:
             provider=self._provider,
             model=self._model,
             project=self._project,
+            pricing=self._pricing,
         )
 
     def _metered(self, call: Callable[[Item], Awaitable[T]]) -> Callable[[Item], Awaitable[T]]:

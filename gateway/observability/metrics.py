@@ -91,6 +91,14 @@ class Metrics:
             "Upstream calls that failed, by error code.",
             ("provider", "model", "code"),
         )
+        self.cost_usd = counter(
+            "gateway_cost_usd", "What upstream calls cost, for priced models.", ("project", "model")
+        )
+        self.routing_events = counter(
+            "gateway_routing_events",
+            "Routing: calls answered or failed, cooldowns started, fallbacks taken.",
+            ("model", "deployment", "event"),
+        )
         self.tokens = counter(
             "gateway_tokens", "Tokens reported by upstreams.", ("project", "model", "kind")
         )

@@ -75,9 +75,15 @@ def with_status(record: StoredResponse, status: str) -> StoredResponse:
 
 
 def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:
-    """``record`` ended as ``result`` says."""
+    """``record`` ended as ``result`` says (with how it was routed, when it was)."""
+    metadata = record.metadata
+    if result.route is not None:
+        metadata = {**metadata, "route": result.route}
+    if result.cost_usd is not None:
+        metadata = {**metadata, "cost_usd": result.cost_usd}
     return record.model_copy(
         update={
+            "metadata": metadata,
             "status": result.status,
             "completed_at": time.time(),
             "response": trusted(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import random
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -36,15 +37,11 @@ from ..config import GatewayConfig, Route
 from ..context.compaction import AutoCompacting, CompactingUpstream, compact_threshold
 from ..context.items import model_context
 from ..context.tokens import TokenCounter
-from ..context.truncation import (
-    CONTEXT_LENGTH_EXCEEDED,
-    is_context_overflow,
-    stated_limit,
-    truncated,
-)
+from ..context.truncation import stated_limit, truncated
 from ..errors import APIError, invalid_request, not_found, previous_response_not_found, server_error
 from ..observability.metered import MeteredUpstream
 from ..observability.metrics import Metrics
+from ..routing_settings import RetrySettings
 from ..sealing import Sealer
 from ..upstream import (
     ProviderClient,
@@ -55,6 +52,8 @@ from ..upstream import (
     build_upstream,
 )
 from ..upstream.base import Replay, UpstreamStream
+from ..upstream.errors import CONTEXT_LENGTH_EXCEEDED, is_context_overflow
+from ..upstream.routing import Candidate, Cooldowns, RoutedUpstream, plan
 from .background import BackgroundTurns
 from .concurrency import KeyedLocks
 from .context_requests import Context, compact, count_input_tokens
@@ -88,6 +87,8 @@ class ResponsesService:
         # Stored on each turn this instance runs; its heartbeat shows it is still running.
         self.instance_id = new_id("gw")
         self.token_counter = TokenCounter()
+        self.cooldowns = Cooldowns(config.routing.cooldown)
+        self._rng = random.Random()
 
     def route(self, model: str) -> Route:
         """Where ``model`` goes; a 404 ``model_not_found`` if nothing routes it."""
@@ -101,11 +102,55 @@ class ResponsesService:
         return route
 
     def upstream(self, route: Route, model: str, project: str) -> MeteredUpstream:
-        """The adapter for ``route``, every call of it metered under ``model``, ``project``."""
-        origin = f"{route.provider_name}/{route.upstream_model}"
-        state = ReasoningState(self.sealer, project, origin)
-        inner = build_upstream(route, self._clients.get(route.provider_name), state)
-        return MeteredUpstream(inner, self.metrics, route.provider_name, model, project)
+        """The adapter for ``route`` (with its provider's first key), every call of it
+        metered under ``model``, ``project``."""
+        keys = route.provider.api_keys
+        return self._attempt(Candidate(model, route, keys[0] if keys else None), project)
+
+    def _attempt(self, candidate: Candidate, project: str) -> MeteredUpstream:
+        route = candidate.route
+        client = self._clients.get(route.provider_name)
+        if client is not None and candidate.key is not None:
+            client = client.with_key(candidate.key.key)
+        state = ReasoningState(self.sealer, project, route.deployment)
+        inner = build_upstream(route, client, state)
+        listed = self.config.models.get(candidate.model)
+        pricing = listed.pricing if listed is not None else None
+        return MeteredUpstream(
+            inner, self.metrics, route.provider_name, candidate.model, project, pricing
+        )
+
+    def routed(self, model: str, project: str) -> Upstream:
+        """What answers ``model``'s turns: its deployments and keys, tried in turn, then
+        its fallbacks (see :mod:`gateway.upstream.routing`); a model with one of each
+        and no retries is just its adapter."""
+        plans = plan(self.config, model, self.cooldowns, self._rng)
+        listed = self.config.models.get(model)
+        larger = listed.context_window_fallbacks if listed is not None else []
+        retries = self._retries(model).attempts
+        if len(plans) == 1 and len(plans[0]) == 1 and retries in (None, 1) and not larger:
+            return self._attempt(plans[0][0], project)
+        context_plans = [
+            p for name in larger for p in plan(self.config, name, self.cooldowns, self._rng)[:1]
+        ]
+        return RoutedUpstream(
+            plans,
+            context_plans,
+            functools.partial(self._attempt, project=project),
+            self.cooldowns,
+            self._retries,
+            self._observe_routing,
+        )
+
+    def _retries(self, model: str) -> RetrySettings:
+        listed = self.config.models.get(model)
+        return listed.retry if listed is not None else RetrySettings()
+
+    def _observe_routing(self, event: str, candidate: Candidate, detail: str) -> None:
+        label = self.metrics.model_label(candidate.model)
+        self.metrics.routing_events.labels(label, candidate.route.deployment, event).inc()
+        if event == "fallback":
+            logger.warning("falling back to model %s: %s", candidate.model, detail)
 
     async def record_usage(self, project: str, model: str, usage: Item | None) -> None:
         """Keep the tokens of a call that no stored turn holds (a summary for a compaction)
@@ -208,7 +253,7 @@ class ResponsesService:
                     request, history_count, self.token_counter, route.context_window
                 )
                 request, history_count = shorter or (request, history_count)
-            upstream: Upstream = self.upstream(route, body.model, project)
+            upstream = self.routed(body.model, project)
             if upstream.capabilities.compact is None:  # else it compacts by itself
                 upstream = await self._compacting(upstream, body, project, request, history_count)
             yield Turn(

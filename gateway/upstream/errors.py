@@ -1,10 +1,11 @@
-"""What can go wrong with a provider before a turn's stream starts.
+"""What can go wrong with a provider before a turn's stream starts (and, raised by a
+stream's reader, what breaks one after: a stream's adapter records its message).
 
 Adapters raise these; ``gateway/errors.py`` alone decides their HTTP status and body.
 
 UpstreamError                 a provider gave no usable answer
-├── UpstreamUnreachable       connection refused, reset, DNS, TLS
-├── UpstreamTimeout           no complete answer within the deadline
+├── UpstreamUnreachable       connection refused, reset or closed, DNS, TLS
+├── UpstreamTimeout           no connection, answer or stream data within its limit
 ├── UpstreamBusy              the connection pool stayed full past its wait
 ├── UpstreamAuthFailed        the provider refused the gateway's credentials
 ├── UpstreamRejected          any other HTTP error status from the provider
@@ -14,9 +15,13 @@ UnsupportedInput              input the wire cannot express (the client's mistak
 
 from __future__ import annotations
 
+import re
+
 
 class UpstreamError(Exception):
-    """Base class; ``message`` is safe to show to clients (secrets already scrubbed)."""
+    """Base class; ``message`` is safe to show to clients (secrets already scrubbed) and
+    says enough to act on: the provider, its ``host:port`` and what happened (see
+    ``gateway/upstream/http.py``)."""
 
     def __init__(self, provider: str, message: str) -> None:
         super().__init__(message)
@@ -74,3 +79,20 @@ class UnsupportedInput(ValueError):
     def __init__(self, message: str, param: str) -> None:
         super().__init__(message)
         self.param = param
+
+
+CONTEXT_LENGTH_EXCEEDED = "context_length_exceeded"
+_OVERFLOW = re.compile(
+    r"context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long"
+    r"|input is too long|exceeds? the (model'?s? )?(maximum|limit)",
+    re.IGNORECASE,
+)
+
+
+def is_context_overflow(error: UpstreamError) -> bool:
+    """Whether the upstream refused the request for being longer than its context window."""
+    if not isinstance(error, UpstreamRejected):
+        return False
+    if error.code == CONTEXT_LENGTH_EXCEEDED:
+        return True
+    return error.status in (400, 413, 422) and bool(_OVERFLOW.search(error.message))

@@ -21,6 +21,8 @@ class TurnResult:
     usage: Item | None = None
     incomplete_details: Item | None = None
     error: Item | None = None
+    route: Item | None = None  # which deployment answered, and every attempt (routing)
+    cost_usd: float | None = None  # what the usage cost, where the model is priced
 
     @property
     def output_text(self) -> str:

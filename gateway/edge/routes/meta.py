@@ -24,7 +24,7 @@ async def list_models(request: Request) -> Response:
     if "client_version" in request.query_params:  # Codex asks for its own catalog
         return JSONResponse({"models": codex_catalog(config)})
     data = [
-        {"id": name, "object": "model", "created": 0, "owned_by": route.provider}
+        {"id": name, "object": "model", "created": 0, "owned_by": route.targets(name)[0].provider}
         for name, route in config.models.items()
     ]
     return JSONResponse({"object": "list", "data": data})
@@ -80,15 +80,59 @@ async def ready(request: Request) -> Response:
 
 
 async def metrics(request: Request) -> Response:
-    settings = service(request).config.auth
-    if settings.mode == "keys" and not is_admin(settings, request.headers.get("authorization")):
-        raise unauthorized("The metrics need the admin key (auth.admin_key) as a Bearer token.")
+    _check_admin(request, "The metrics")
     registry: Metrics = request.app.state.metrics
     body, content_type = registry.render()
     return Response(body, media_type=content_type)
 
 
+def _check_admin(request: Request, what: str) -> None:
+    settings = service(request).config.auth
+    if settings.mode == "keys" and not is_admin(settings, request.headers.get("authorization")):
+        raise unauthorized(f"{what} need the admin key (auth.admin_key) as a Bearer token.")
+
+
+async def gateway_routes(request: Request) -> Response:
+    """Every model's deployments and fallbacks, every provider's keys (never the secrets),
+    and the deployments and keys that failed lately, with their cooldowns."""
+    _check_admin(request, "The routes")
+    svc = service(request)
+    config = svc.config
+    models = {
+        name: {
+            "deployments": [
+                {"deployment": route.deployment, "weight": route.weight}
+                for route in config.routes(name)
+            ],
+            "fallbacks": listed.fallbacks,
+            "context_window_fallbacks": listed.context_window_fallbacks,
+        }
+        for name, listed in config.models.items()
+    }
+    providers = {
+        name: {
+            "wire_api": provider.wire_api,
+            "keys": [
+                {"key": f"{name}#{index}", "weight": key.weight, "rpm": key.requests_per_minute}
+                for index, key in enumerate(provider.api_keys)
+            ],
+        }
+        for name, provider in config.providers.items()
+    }
+    body = {"models": models, "providers": providers, "cooldowns": svc.cooldowns.report()}
+    return JSONResponse(body)
+
+
+async def reset_gateway_routes(request: Request) -> Response:
+    """End every cooldown and forget recent failures."""
+    _check_admin(request, "The routes")
+    service(request).cooldowns.reset()
+    return JSONResponse({"cooldowns": {}})
+
+
 routes = [
+    Route("/v1/gateway/routes", gateway_routes, methods=["GET"]),
+    Route("/v1/gateway/routes/reset", reset_gateway_routes, methods=["POST"]),
     Route("/v1/models", list_models, methods=["GET"]),
     Route("/healthz", health, methods=["GET"]),
     Route("/readyz", ready, methods=["GET"]),
