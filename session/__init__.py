@@ -6,7 +6,7 @@ This package knows nothing of HTTP or upstream providers.
 """
 
 from .chain import DEFAULT_MAX_DEPTH, assemble_chain
-from .conversations import Conversation
+from .conversations import Conversation, StoredConversation
 from .durations import parse_duration
 from .errors import (
     BackendNotInstalled,
@@ -50,7 +50,16 @@ from .models import (
 )
 from .paging import Order, page_items
 from .sqlite import SQLiteStore
-from .store import Conversations, Keys, SessionStore, StreamEvents, Turns, Upkeep, Usage
+from .store import (
+    Conversations,
+    Keys,
+    Records,
+    SessionStore,
+    StreamEvents,
+    Turns,
+    Upkeep,
+    Usage,
+)
 from .usage import Pruned, UsageRecord, UsageRow, token_counts
 
 __all__ = [
@@ -77,6 +86,7 @@ __all__ = [
     "Order",
     "PostgresSettings",
     "Pruned",
+    "Records",
     "RequestSnapshot",
     "ResolvedChain",
     "ResponseNotFound",
@@ -89,6 +99,7 @@ __all__ = [
     "SessionSettings",
     "SessionStore",
     "StoreUnavailable",
+    "StoredConversation",
     "StoredResponse",
     "StreamEvents",
     "TurnNotContinuable",

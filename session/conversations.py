@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +23,15 @@ class Conversation(BaseModel):
     project: str = "default"
     created_at: float = Field(default_factory=time.time)
     metadata: dict[str, str] = Field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StoredConversation:
+    """A conversation as kept: its record, and when its items last changed (the time
+    retention goes by), which the record does not show."""
+
+    conversation: Conversation
+    updated_at: float
 
 
 def conversation_from_row(

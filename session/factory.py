@@ -55,7 +55,8 @@ class SessionSettings(BaseModel):
 
 
 POSTGRES_HINT = (
-    "the postgres session backend needs psycopg: pip install 'responses-gateway[postgres]'"
+    "the postgres session backend needs psycopg: "
+    "pip install -e '.[postgres]' in the gateway's checkout"
 )
 
 

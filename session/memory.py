@@ -12,7 +12,7 @@ import orjson
 
 from .agent_store import AgentStore, CursorKey, MemoryRunner
 from .chain import DEFAULT_MAX_DEPTH
-from .conversations import Conversation, fresh_items
+from .conversations import Conversation, StoredConversation, fresh_items
 from .errors import ConversationNotFound, ItemNotFound, KeyNotFound, ResponseNotFound
 from .keys import ApiKey
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse, normalise_input
@@ -326,6 +326,41 @@ class MemoryStore:
             if not kept:
                 del self._events[key]
         return dropped
+
+    # -- whole records, for moving a store ----------------------------------------------
+
+    async def projects(self) -> list[str]:
+        held = {project for project, records in self._responses.items() if records}
+        held.update(project for project, states in self._conversations.items() if states)
+        return sorted(held)
+
+    async def list_responses(
+        self, project: str, *, after: tuple[float, str] | None = None, limit: int = 100
+    ) -> list[StoredResponse]:
+        records = sorted(self._project(project).values(), key=lambda r: (r.created_at, r.id))
+        return [r for r in records if after is None or (r.created_at, r.id) > after][:limit]
+
+    async def list_conversations(
+        self, project: str, *, after: tuple[float, str] | None = None, limit: int = 100
+    ) -> list[StoredConversation]:
+        kept = [
+            StoredConversation(Conversation.model_validate_json(state.record), state.updated_at)
+            for state in self._conversations.get(project, {}).values()
+        ]
+        kept.sort(key=lambda c: (c.conversation.created_at, c.conversation.id))
+        return [
+            c
+            for c in kept
+            if after is None or (c.conversation.created_at, c.conversation.id) > after
+        ][:limit]
+
+    async def restore_conversation(self, stored: StoredConversation, items: list[Item]) -> bool:
+        conversation = stored.conversation
+        if conversation.id in self._conversations.get(conversation.project, {}):
+            return False
+        await self.create_conversation(conversation, items)
+        self._conversation(conversation.project, conversation.id).updated_at = stored.updated_at
+        return True
 
     def agent(self, project: str = "default") -> AgentStore:
         """The agent Store of ``project``, in this process."""

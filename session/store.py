@@ -1,7 +1,7 @@
 """The interface every session backend implements, in the parts its callers use.
 
 A caller types its store as the part it needs (turns, conversations, stream events, upkeep,
-keys, usage); :class:`SessionStore` is all of them, what a backend implements.
+keys, usage, records); :class:`SessionStore` is all of them, what a backend implements.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from .agent_store import AgentStore
-from .conversations import Conversation
+from .conversations import Conversation, StoredConversation
 from .keys import ApiKey
 from .models import Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order
@@ -201,9 +201,39 @@ class Keys(Protocol):
         ...
 
 
-class SessionStore(Turns, Conversations, Upkeep, Usage, StreamEvents, Keys, Protocol):
+class Records(Protocol):
+    """Every turn and conversation whole, page by page, and conversations written back as
+    they were kept: what moves one store's records to another (``gateway export``, ``import``).
+
+    Pages are ordered by creation time, then by id compared bytewise; ``after`` is the
+    ``(created_at, id)`` of the last record of the previous page.
+    """
+
+    async def projects(self) -> list[str]:
+        """Every project that holds a turn or a conversation, sorted."""
+        ...
+
+    async def list_responses(
+        self, project: str, *, after: tuple[float, str] | None = None, limit: int = 100
+    ) -> list[StoredResponse]:
+        """Up to ``limit`` of ``project``'s turns, whole, that come after ``after``."""
+        ...
+
+    async def list_conversations(
+        self, project: str, *, after: tuple[float, str] | None = None, limit: int = 100
+    ) -> list[StoredConversation]:
+        """Up to ``limit`` of ``project``'s conversations that come after ``after``."""
+        ...
+
+    async def restore_conversation(self, stored: StoredConversation, items: list[Item]) -> bool:
+        """Store a conversation with its items in this order and its ``updated_at``, in
+        one transaction; return ``False``, writing nothing, if its id is taken."""
+        ...
+
+
+class SessionStore(Turns, Conversations, Upkeep, Usage, StreamEvents, Keys, Records, Protocol):
     """Everything a session backend keeps: turns, conversations, stream events, usage, keys,
-    shared secrets and the agent Store."""
+    shared secrets and the agent Store, and every record whole."""
 
     def agent(self, project: str = "default") -> AgentStore:
         """The agent Store (conversations and messages for agent frameworks) of ``project``."""

@@ -8,6 +8,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 NOT_RUN = re.compile(r"^<!-- not run: .+ -->$")
+# The runnable examples after this line, up to the next heading of level 1 or 2, run one
+# after the other on one fresh gateway (each may use what the ones before it made).
+IN_ORDER = re.compile(r"^<!-- in order: ([\w-]+) -->$")
+_HEADING = re.compile(r"^#{1,2} ")
+# What a block shows of the block after it: a line "prints" before a ``text`` block (its
+# output, exactly), or "answers" before a ``json`` block (the JSON it writes).
+_SHOWN = {"prints": "text", "answers": "json"}
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 _CODE_SPAN = re.compile(r"`[^`]*`")
@@ -23,6 +30,8 @@ class Example:
     code: str
     runs: bool  # no ``<!-- not run: why -->`` line just before it
     prints: str | None  # the ``text`` block after a line "prints", if any
+    answers: str | None  # the ``json`` block after a line "answers", if any
+    in_order: str | None  # the ``<!-- in order: NAME -->`` it runs under, if any
 
     @property
     def name(self) -> str:
@@ -37,9 +46,14 @@ def markdown_files() -> list[Path]:
 def examples(path: Path) -> list[Example]:
     """Every fenced block of ``path``, in order."""
     lines = path.read_text(encoding="utf-8").splitlines()
-    found: list[tuple[int, str, str, bool]] = []
+    found: list[tuple[int, str, str, bool, str | None]] = []
     index = 0
+    in_order: str | None = None
     while index < len(lines):
+        if _HEADING.match(lines[index]):
+            in_order = None
+        elif marker := IN_ORDER.match(lines[index].strip()):
+            in_order = marker.group(1)
         fence = _FENCE.match(lines[index])
         if fence is None:
             index += 1
@@ -50,17 +64,21 @@ def examples(path: Path) -> list[Example]:
             index += 1
         before = [line for line in lines[:start] if line.strip()]
         runs = not (before and NOT_RUN.match(before[-1].strip()))
-        found.append((start, fence.group(1), "\n".join(lines[start + 1 : index]) + "\n", runs))
+        code = "\n".join(lines[start + 1 : index]) + "\n"
+        found.append((start, fence.group(1), code, runs, in_order))
         index += 1
     blocks = []
-    for number, (start, language, code, runs) in enumerate(found):
-        prints = None
+    for number, (start, language, code, runs, in_order) in enumerate(found):
+        shown: dict[str, str] = {}
         following = found[number + 1] if number + 1 < len(found) else None
-        if following is not None and following[1] == "text":
+        if following is not None:
             between = lines[start + code.count("\n") + 2 : following[0]]
-            if [line.strip() for line in between if line.strip()] == ["prints"]:
-                prints = following[2]
-        blocks.append(Example(path, start + 1, language, code, runs, prints))
+            said = [line.strip() for line in between if line.strip()]
+            if len(said) == 1 and _SHOWN.get(said[0]) == following[1]:
+                shown[said[0]] = following[2]
+        prints, answers = shown.get("prints"), shown.get("answers")
+        ordered = in_order if runs else None
+        blocks.append(Example(path, start + 1, language, code, runs, prints, answers, ordered))
     return blocks
 
 

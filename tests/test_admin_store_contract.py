@@ -16,10 +16,12 @@ from session import (
     Pruned,
     ResponseNotFound,
     SessionStore,
+    StoredConversation,
     UsageRecord,
     UsageRow,
     hash_secret,
     new_key,
+    normalise_input,
 )
 
 from .conftest import StoreFactory
@@ -206,3 +208,72 @@ async def test_the_first_shared_secret_stored_wins(store_factory: StoreFactory) 
         await first.close()
         if second is not first:
             await second.close()
+
+
+# -- whole records, for moving a store (``gateway export`` and ``import``) ------------------
+
+
+async def test_records_are_listed_whole_page_by_page_oldest_first(store: SessionStore) -> None:
+    saved = []
+    # Equal times are ordered by id, bytewise: "B" < "_x" < "a" (not a locale's "a" < "B").
+    for response_id, age, project in [
+        ("a", 5.0, "p1"),
+        ("B", 5.0, "p1"),
+        ("_x", 5.0, "p1"),
+        ("old", 9.0, "p1"),
+        ("new", 1.0, "p1"),
+        ("other", 3.0, "p2"),
+    ]:
+        record = turn(response_id, project=project, instructions="be brief")
+        record.created_at = 1_700_000_000.5 - age
+        record.metadata = {"tag": response_id}
+        await store.save(record)
+        saved.append(record)
+    await store.create_conversation(Conversation(id="conv_c", project="p3"), [])
+    assert await store.projects() == ["p1", "p2", "p3"]
+
+    listed = []
+    after = None
+    while page := await store.list_responses("p1", after=after, limit=2):
+        assert len(page) <= 2
+        listed += page
+        after = (page[-1].created_at, page[-1].id)
+    assert [r.id for r in listed] == ["old", "B", "_x", "a", "new"]
+    assert listed == sorted(saved[:5], key=lambda r: (r.created_at, r.id.encode()))
+    assert await store.list_responses("p2") == [saved[5]]
+    assert await store.list_responses("p3") == []
+
+
+async def test_conversations_are_listed_with_the_time_their_items_last_changed(
+    store: SessionStore,
+) -> None:
+    for conversation_id in ("conv_b", "conv_a"):
+        conversation = Conversation(id=conversation_id, created_at=100.0, metadata={"k": "v"})
+        await store.create_conversation(conversation, [])
+    await store.append_items("default", "conv_b", [user_item("i1", "hello")])
+    first, second = await store.list_conversations("default")
+    assert [first.conversation.id, second.conversation.id] == ["conv_a", "conv_b"]
+    assert first.conversation == Conversation(id="conv_a", created_at=100.0, metadata={"k": "v"})
+    assert first.updated_at == 100.0 and second.updated_at > time.time() - 60
+    after = (first.conversation.created_at, first.conversation.id)
+    assert await store.list_conversations("default", after=after, limit=5) == [second]
+    assert await store.list_conversations("default", limit=1) == [first]
+
+
+async def test_a_conversation_is_restored_as_it_was_kept_and_only_once(
+    store: SessionStore,
+) -> None:
+    conversation = Conversation(id="conv_1", project="p", created_at=50.0, metadata={"a": "1"})
+    items = normalise_input([user_item(f"i{n}", f"m{n}") for n in (3, 1, 2)])  # as kept
+    kept = StoredConversation(conversation, time.time() - 40 * DAY)
+    assert await store.restore_conversation(kept, items)
+    assert await store.get_conversation("p", "conv_1") == conversation
+    assert await store.conversation_items("p", "conv_1") == items
+    assert await store.list_conversations("p") == [kept]
+
+    taken = StoredConversation(conversation.model_copy(update={"metadata": {}}), 1.0)
+    assert not await store.restore_conversation(taken, [user_item("i9", "other")])
+    assert await store.list_conversations("p") == [kept]
+    assert await store.conversation_items("p", "conv_1") == items
+    # Retention goes by the time restored: forty days ago.
+    assert await store.prune(time.time() - 30 * DAY, 100) == Pruned(0, 1)

@@ -1,14 +1,16 @@
 """Codex CLI 0.169 through the gateway over WebSocket: exec, resume, and compaction.
 
-Codex comes from npm (``@openai/codex@0.169.0``, cached under ``~/.cache``) or from
-``$GATEWAY_TEST_CODEX``; without either, and without npm, these tests are skipped.
+Codex comes from ``$GATEWAY_TEST_CODEX`` or from npm (``@openai/codex@0.169.0``, installed
+once into the repository's ignored ``.cache/``); without either these tests are skipped.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import pytest
 import yaml
 
 from .fake_upstream import FakeUpstream, Reply
-from .servers import start_instance
+from .servers import REPO, start_instance
 
 pytestmark = [pytest.mark.system]
 
@@ -26,32 +28,48 @@ SUMMARY = "Summary: the user asked to remember the number 42."
 
 
 @pytest.fixture(scope="session")
-def codex() -> str:
+def codex(request: pytest.FixtureRequest) -> str:
+    """Codex CLI: ``$GATEWAY_TEST_CODEX``, or installed with npm once into the repository's
+    ignored ``.cache/``, saying so on the terminal (it may take a minute); skipped without npm."""
     given = os.environ.get("GATEWAY_TEST_CODEX")
     if given:
         return given
-    cache = Path.home() / ".cache" / "gateway-tests" / f"codex-{CODEX_VERSION}"
+    cache = REPO / ".cache" / f"codex-{CODEX_VERSION}"
     binary = cache / "node_modules" / ".bin" / "codex"
-    if not binary.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("Codex CLI tests need npm (or GATEWAY_TEST_CODEX)")
-        cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                npm,
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--silent",
-                f"@openai/codex@{CODEX_VERSION}",
-            ],
-            cwd=cache,
-            check=True,
-            timeout=600,
-            capture_output=True,
+    if binary.exists():
+        return str(binary)
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.skip(
+            f"Codex CLI tests need npm to install Codex {CODEX_VERSION} (or GATEWAY_TEST_CODEX)"
         )
+    cache.mkdir(parents=True, exist_ok=True)
+    # Test workers may ask at once: one installs, the others wait for it.
+    with (cache.parent / f"codex-{CODEX_VERSION}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not binary.exists():
+            tell(request, f"installing Codex CLI {CODEX_VERSION} with npm into {cache} (once)")
+            package = f"@openai/codex@{CODEX_VERSION}"
+            command = [npm, "install", "--no-audit", "--no-fund", "--silent", package]
+            by_hand = f"run `cd {cache} && npm install {package}` once, or set GATEWAY_TEST_CODEX"
+            try:  # within the test's own 120 s timeout, which counts this fixture
+                installed = subprocess.run(
+                    command, cwd=cache, timeout=90, capture_output=True, text=True
+                )
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"npm install {package} took more than 90 s: {by_hand}")
+            if installed.returncode != 0:
+                pytest.fail(
+                    f"npm install {package} failed ({by_hand}):\n{installed.stderr[-2000:]}"
+                )
     return str(binary)
+
+
+def tell(request: pytest.FixtureRequest, message: str) -> None:
+    """Write ``message`` on the terminal now, past pytest's capture (from a worker too)."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        print(f"\n[tests] {message}", file=sys.stderr, flush=True)
 
 
 @pytest.fixture

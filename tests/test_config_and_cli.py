@@ -52,8 +52,89 @@ def test_every_problem_is_reported_with_its_key_path() -> None:
     text = "\n".join(caught.value.problems)
     assert "providers.p.api_key: environment variable MISSING_KEY is not set" in text
     assert "server.port" in text
-    assert "providers.p" in text and "base_url is required" in text
-    assert "sesion" in text
+    assert "providers.p.base_url: required for wire_api 'chat_completions'" in text
+    assert "sesion: unknown key" in text
+
+
+def test_a_reference_to_an_unknown_provider_shows_beside_schema_errors() -> None:
+    raw = {
+        "server": {"port": "eighty", "host": "0.0.0.0"},
+        "providers": {
+            "p": {"wire_api": "responses", "base_url": "http://x/v1", "timeout_seconds": 0}
+        },
+        "models": {"m": {"provider": "ghost"}, "n": {"provider": "p", "context_window": 0}},
+        "default_provider": "nowhere",
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, env={})
+    assert caught.value.problems == [
+        "server.port: Input should be a valid integer, unable to parse string as an integer",
+        "providers.p.timeout_seconds: Input should be greater than 0",
+        "models.n.context_window: Input should be greater than or equal to 1",
+        "models.m.provider: unknown provider 'ghost'",
+        "default_provider: unknown provider 'nowhere'",
+        "auth.mode: 'none' is allowed only on a loopback address, and server.host is '0.0.0.0'; "
+        "set auth.mode: keys (with auth.keys or managed keys)",
+    ]
+
+
+def test_an_unset_variable_is_its_only_problem_and_paths_use_brackets() -> None:
+    raw = {
+        "auth": {
+            "mode": "keys",
+            "keys": [{"key": "short", "project": "a"}, {"key": "${K}", "project": "b"}],
+        },
+        "providers": {"p": {"wire_api": "chat_completions", "base_url": "${BASE}"}},
+        "session": {"backend": "postgres", "postgres": {"dsn": "${DATABASE_URL}"}},
+        "default_provider": "p",
+    }
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, env={})
+    assert caught.value.problems == [
+        "auth.keys[1].key: environment variable K is not set",
+        "providers.p.base_url: environment variable BASE is not set",
+        "session.postgres.dsn: environment variable DATABASE_URL is not set",
+        "auth.keys[0].key: String should have at least 16 characters",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("base_url", "problem"),
+    [
+        ("api.example.com/v1", "must start with http:// or https://"),
+        ("localhost:11434/v1", "must start with http:// or https://"),
+        ("ftp://example.com", "must start with http:// or https://"),
+        ("http:///v1", "has no host"),
+        ("http://example.com:99999/v1", "has an invalid port"),
+    ],
+)
+def test_a_base_url_is_an_http_url_with_a_host(base_url: str, problem: str) -> None:
+    raw = {"providers": {"p": {"wire_api": "responses", "base_url": base_url}}}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, env={})
+    assert caught.value.problems[0].startswith(f"providers.p.base_url: {problem}")
+    for good in ("http://127.0.0.1:11434/v1", "https://api.openai.com/v1", "http://[::1]:8000"):
+        raw = {"providers": {"p": {"wire_api": "responses", "base_url": good}}}
+        assert parse_config(raw, env={}).providers["p"].base_url == good
+
+
+@pytest.mark.parametrize("host", ["http://0.0.0.0", "0.0.0.0:8080", "[::1]", "", "a b"])
+def test_server_host_is_an_address_or_a_name(host: str) -> None:
+    with pytest.raises(ConfigError, match=r"server\.host: "):
+        parse_config({"server": {"host": host}}, env={})
+    for good in ("127.0.0.1", "::1", "localhost", "gateway.internal"):
+        assert parse_config({"server": {"host": good}, "auth": {"mode": "keys"}}, env={})
+
+
+def test_valid_sections_of_an_invalid_configuration_are_kept_for_the_machine_checks() -> None:
+    raw = {"server": {"port": 1}, "session": {"sqlite": {"path": "/x/s.db"}}, "models": 3}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, env={})
+    assert caught.value.server is not None and caught.value.server.port == 1
+    assert caught.value.session is not None and caught.value.session.sqlite.path == "/x/s.db"
+    with pytest.raises(ConfigError) as broken:
+        parse_config({"server": {"port": -1}}, env={})
+    assert broken.value.server is None and broken.value.session is not None
 
 
 def test_unknown_provider_references() -> None:
@@ -68,6 +149,7 @@ def test_check_config_cli(tmp_path: Path) -> None:
     good = run_cli("check-config", "--config", str(REPO / "config.yaml"))
     assert good.returncode == 0, good.stderr
     assert "configuration OK" in good.stdout
+    assert f"store: sqlite, {REPO / 'data' / 'sessions.db'}" in good.stdout
     bad_file = tmp_path / "bad.yaml"
     bad_file.write_text("providers:\n  x: {wire_api: responses, api_key: '${NOPE_NOT_SET}'}\n")
     bad = run_cli("check-config", "--config", str(bad_file))

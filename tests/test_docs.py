@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tomllib
 import types
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
+import httpx
 import pytest
 import yaml
 from pydantic import BaseModel
@@ -20,26 +25,32 @@ from gateway.config import GatewayConfig, load_config, parse_config
 
 from .markdown_examples import REPO, Example, anchors, code_spans, examples, links, markdown_files
 from .servers import loopback_socket, serve
+from .test_codex_cli import codex, run_codex  # noqa: F401
 
 pytestmark = [pytest.mark.unit]
 
 ALL_EXAMPLES = [example for path in markdown_files() for example in examples(path)]
 RUNNABLE = ("sh", "bash", "python")
 SHIPPED_PORT = re.compile(r"\b(localhost|127\.0\.0\.1):8080\b")
+IN_ORDER = sorted({e.in_order for e in ALL_EXAMPLES if e.in_order and e.language in RUNNABLE})
+# What differs from one run to the next in an answer: times, generated ids, cursors.
+_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+_GENERATED_ID = re.compile(r"^(conv|msg)_[0-9a-f]{48}$")
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def by_language(*languages: str) -> list[Any]:
+    """The examples that run on their own (not under ``<!-- in order -->``)."""
     return [
         pytest.param(example, id=example.name)
         for example in ALL_EXAMPLES
-        if example.language in languages and example.runs
+        if example.language in languages and example.runs and example.in_order is None
     ]
 
 
-@pytest.fixture(scope="module")
-def gateway_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int]]:
-    """A folder holding the shipped config on a port the OS chose, with its gateway serving."""
-    folder = tmp_path_factory.mktemp("docs")
+@contextmanager
+def shipped_gateway(folder: Path) -> Iterator[int]:
+    """The shipped config, written into ``folder`` for a port the OS chose, served; its port."""
     sock = loopback_socket()
     port: int = sock.getsockname()[1]
     raw = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -48,6 +59,14 @@ def gateway_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path
     (folder / "config.yaml").write_text(yaml.safe_dump(raw))
     (folder / ".venv").symlink_to(REPO / ".venv")
     with serve(create_app(load_config(folder / "config.yaml", env={})), sock):
+        yield port
+
+
+@pytest.fixture(scope="module")
+def gateway_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, int]]:
+    """A folder holding the shipped config on a port the OS chose, with its gateway serving."""
+    folder = tmp_path_factory.mktemp("docs")
+    with shipped_gateway(folder) as port:
         yield folder, port
 
 
@@ -65,13 +84,53 @@ def run_example(example: Example, folder: Path, port: int) -> subprocess.Complet
     )
 
 
+def comparable(value: Any, key: str = "") -> Any:
+    """``value`` with what differs between runs (times, generated ids, cursors) blanked."""
+    if isinstance(value, dict):
+        return {name: comparable(item, name) for name, item in value.items()}
+    if isinstance(value, list):
+        return [comparable(item) for item in value]
+    if isinstance(value, str):
+        for pattern, blank in ((_TIME, "<time>"), (_GENERATED_ID, "<id>"), (_UUID, "<uuid>")):
+            if pattern.match(value):
+                return blank
+        if key == "nextCursor":
+            return "<cursor>"
+    return value
+
+
+def assert_shown(example: Example, result: subprocess.CompletedProcess[str]) -> None:
+    """The example ran, printing what its page says it prints or answers."""
+    assert result.returncode == 0, f"{example.name}\n{result.stdout}\n{result.stderr}"
+    if example.prints is not None:
+        assert result.stdout.strip() == example.prints.strip(), example.name
+    if example.answers is not None:
+        answered = comparable(json.loads(result.stdout))
+        assert answered == comparable(json.loads(example.answers)), example.name
+
+
 @pytest.mark.parametrize("example", by_language(*RUNNABLE))
 @pytest.mark.system
 def test_the_example_runs(example: Example, gateway_dir: tuple[Path, int]) -> None:
-    result = run_example(example, *gateway_dir)
-    assert result.returncode == 0, f"{example.name}\n{result.stdout}\n{result.stderr}"
-    if example.prints is not None:
-        assert result.stdout.strip() == example.prints.strip()
+    assert_shown(example, run_example(example, *gateway_dir))
+
+
+@pytest.mark.parametrize("name", IN_ORDER)
+@pytest.mark.system
+def test_the_examples_run_in_order(name: str, tmp_path: Path) -> None:
+    ordered = [e for e in ALL_EXAMPLES if e.in_order == name and e.language in RUNNABLE]
+    assert len(ordered) > 1
+    with shipped_gateway(tmp_path) as port:
+        for example in ordered:
+            assert_shown(example, run_example(example, tmp_path, port))
+
+
+def test_the_comparison_blanks_only_what_differs_between_runs() -> None:
+    first = {"createdAt": "2026-01-02T03:04:05.678Z", "nextCursor": "eyJ.a", "seq": "1"}
+    again = {"createdAt": "2026-01-02T03:04:06.001Z", "nextCursor": "eyJ.b", "seq": "1"}
+    assert comparable(first) == comparable(again)
+    assert comparable({"seq": "1"}) != comparable({"seq": "2"})
+    assert comparable({"nextCursor": None}) != comparable({"nextCursor": "eyJ.a"})
 
 
 @pytest.mark.parametrize("example", by_language("yaml"))
@@ -162,3 +221,74 @@ def test_the_architecture_names_files_that_exist() -> None:
     ]
     assert named
     assert [path for path in named if not (REPO / path).exists()] == []
+
+
+TOML = [pytest.param(e, id=e.name) for e in ALL_EXAMPLES if e.language == "toml"]
+CODEX_CONFIGS = [p for p in TOML if "[model_providers." in p.values[0].code]
+
+
+@pytest.mark.parametrize("example", TOML)
+def test_the_toml_example_parses(example: Example) -> None:
+    tomllib.loads(example.code)
+
+
+def test_the_recipes_configure_codex() -> None:
+    assert CODEX_CONFIGS
+
+
+def requests_counted(port: int) -> dict[tuple[str, str], float]:
+    """The gateway's ``gateway_requests_total``, by method and route."""
+    counted: dict[tuple[str, str], float] = {}
+    for line in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text.splitlines():
+        if found := re.match(r'gateway_requests_total\{method="(\w+)",route="([^"]+)"', line):
+            key = (found.group(1), found.group(2))
+            counted[key] = counted.get(key, 0) + float(line.rsplit(" ", 1)[1])
+    return counted
+
+
+@pytest.mark.parametrize("websockets", [True, False], ids=["websocket", "http"])
+@pytest.mark.parametrize("example", CODEX_CONFIGS)
+@pytest.mark.system
+def test_codex_runs_on_the_recipe(
+    example: Example,
+    websockets: bool,
+    codex: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Codex CLI with the recipe's ``config.toml`` reads the catalog and answers, over a
+    WebSocket as written and over HTTP with ``supports_websockets = false``."""
+    config = example.code
+    assert "supports_websockets = true" in config
+    if not websockets:
+        config = config.replace("supports_websockets = true", "supports_websockets = false")
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    (tmp_path / "gateway").mkdir()
+    with shipped_gateway(tmp_path / "gateway") as port:
+        (home / "config.toml").write_text(SHIPPED_PORT.sub(f"127.0.0.1:{port}", config))
+        result = run_codex(codex, home, "Say hi.")
+        counted = requests_counted(port)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "echo: Say hi." in result.stdout
+    assert counted.get(("GET", "/v1/models"), 0) >= 1  # the catalog, thanks to the auth table
+    transport = ("WEBSOCKET", "/v1/responses") if websockets else ("POST", "/v1/responses")
+    other = ("POST", "/v1/responses") if websockets else ("WEBSOCKET", "/v1/responses")
+    assert counted.get(transport, 0) >= 1 and counted.get(other, 0) == 0, counted
+
+
+UNITS = [pytest.param(e, id=e.name) for e in ALL_EXAMPLES if e.language == "ini"]
+
+
+@pytest.mark.parametrize("example", UNITS)
+@pytest.mark.system
+def test_the_systemd_unit_verifies(example: Example, tmp_path: Path) -> None:
+    """The unit, with this checkout for ``/srv/responses-gateway``, passes systemd's check."""
+    verify = shutil.which("systemd-analyze")
+    if verify is None:
+        pytest.skip("checking the systemd unit needs systemd-analyze")
+    unit = tmp_path / "responses-gateway.service"
+    unit.write_text(example.code.replace("/srv/responses-gateway", str(REPO)))
+    result = subprocess.run(
+        [verify, "verify", str(unit)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr

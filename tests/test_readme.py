@@ -14,6 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gateway.config import load_config
+
 from .markdown_examples import REPO, Example, examples
 from .servers import LISTENING
 
@@ -84,3 +86,26 @@ def test_the_first_chain_prints_what_the_readme_says(
     sdk = next(b for b in blocks("python") if "previous_response_id" in b.code)
     assert run_against(sdk, started_as_printed, tmp_path) == curl.prints.strip()
     assert (tmp_path / "data" / "sessions.db").exists()
+
+
+def test_a_model_the_shipped_config_does_not_list_is_not_found(
+    started_as_printed: int, tmp_path: Path
+) -> None:
+    unlisted = next(b for b in blocks("sh") if '"gpt-4o"' in b.code)
+    assert unlisted.prints is not None
+    assert run_against(unlisted, started_as_printed, tmp_path) == unlisted.prints.strip()
+    answer = httpx.post(
+        f"http://127.0.0.1:{started_as_printed}/v1/responses",
+        json={"model": "ehco", "input": "a typo"},
+        timeout=10,
+    )
+    assert answer.status_code == 404
+    assert answer.json()["error"]["code"] == "model_not_found"
+
+
+@pytest.mark.unit
+def test_the_shipped_config_routes_only_the_models_it_names() -> None:
+    config = load_config(REPO / "config.yaml", env={})
+    assert config.default_provider is None
+    assert config.route("echo") is not None
+    assert config.route("gpt-4o") is None

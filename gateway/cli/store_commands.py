@@ -1,4 +1,5 @@
-"""``gateway keys``, ``gateway prune`` and ``gateway usage``: commands run on the store."""
+"""``gateway keys``, ``prune``, ``usage``, ``show``, ``export`` and ``import``: commands run on
+the store."""
 
 from __future__ import annotations
 
@@ -6,16 +7,20 @@ import argparse
 import asyncio
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import astuple
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 from session import SessionError, SessionStore, build_store, new_key, parse_duration
 
 from ..auth_settings import ProjectName
 from ..config import GatewayConfig
+from . import show, transfer
 
-COMMANDS = ("keys", "prune", "usage")
+COMMANDS = ("keys", "prune", "usage", "show", "export", "import")
 
 
 def _duration(text: str) -> float:
@@ -56,6 +61,29 @@ def add_commands(commands: Any, config_help: str) -> None:
     usage.add_argument("--since", type=_duration, metavar="AGE", help="e.g. 7d (default: all)")
 
     for parser in (create, listing, revoke, prune, usage):
+        parser.add_argument("--config", help=config_help)
+
+
+def add_record_commands(commands: Any, config_help: str) -> None:
+    """``gateway show``, ``export`` and ``import``: whole records, to read or to move."""
+    shown = commands.add_parser(
+        "show", help="print a stored response, its chain, or a conversation, for reading"
+    )
+    shown.add_argument(
+        "id", metavar="ID", help="a response (resp_...) or a conversation (conv_...)"
+    )
+    shown.add_argument("--chain", action="store_true", help="every turn from the chain's first")
+    shown.add_argument(
+        "--project", type=_project, default="default", help="its project (default: default)"
+    )
+    export = commands.add_parser(
+        "export", help="write stored turns and conversations as JSON lines"
+    )
+    export.add_argument("--project", type=_project, help="one project (default: every project)")
+    export.add_argument("--output", metavar="FILE", help="write to FILE, not standard output")
+    imported = commands.add_parser("import", help="read an export into the configured store")
+    imported.add_argument("file", metavar="FILE", help="an export, or - for standard input")
+    for parser in (shown, export, imported):
         parser.add_argument("--config", help=config_help)
 
 
@@ -113,10 +141,74 @@ async def prune_all(store: SessionStore, before: float, batch: int = 500) -> tup
     return responses, conversations
 
 
-async def _run(args: argparse.Namespace, config: GatewayConfig) -> None:
+@contextmanager
+def _export_target(output: str | None) -> Iterator[BinaryIO]:
+    """Where an export goes; a file cut short by a failure never takes the name."""
+    if output is None:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    partial = Path(f"{output}.partial")
+    try:
+        with partial.open("wb") as out:
+            yield out
+        partial.replace(output)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _stream(args: argparse.Namespace) -> AbstractContextManager[BinaryIO | None]:
+    """The file a command writes or reads, opened before the event loop starts."""
+    if args.command == "export":
+        return _export_target(args.output)
+    if args.command == "import":
+        return nullcontext(sys.stdin.buffer) if args.file == "-" else Path(args.file).open("rb")
+    return nullcontext(None)
+
+
+async def _export(
+    args: argparse.Namespace, config: GatewayConfig, store: SessionStore, out: BinaryIO
+) -> None:
+    secret = None
+    if config.compaction.secret is None:  # else the configuration carries it over
+        secret = await transfer.stored_sealing_secret(store)
+    counts = await transfer.export(store, out, args.project, secret)
+    kept = "; it holds the store's sealing secret" if secret is not None else ""
+    print(
+        f"exported {counts.responses} responses and {counts.conversations} conversations{kept}",
+        file=sys.stderr,
+    )
+
+
+async def _import(config: GatewayConfig, store: SessionStore, lines: BinaryIO) -> int:
+    try:
+        result = await transfer.Importer(store, config.compaction.secret).run(lines)
+    except transfer.Refused as refused:
+        print(f"gateway: {refused}", file=sys.stderr)
+        return 1
+    for problem in result.problems:
+        print(f"gateway: {problem}", file=sys.stderr)
+    written, skipped = result.written, result.skipped
+    print(
+        f"imported {written.responses} responses and {written.conversations} conversations;"
+        f" skipped {skipped.responses} responses and {skipped.conversations} conversations"
+        " already stored"
+    )
+    return 1 if result.problems else 0
+
+
+async def _run(args: argparse.Namespace, config: GatewayConfig, stream: BinaryIO | None) -> int:
     store = build_store(config.session)
     try:
-        if args.command == "keys":
+        if args.command == "show":
+            print(await show.show(store, args.project, args.id, args.chain))
+        elif args.command == "export":
+            assert stream is not None
+            await _export(args, config, store, stream)
+        elif args.command == "import":
+            assert stream is not None
+            return await _import(config, store, stream)
+        elif args.command == "keys":
             await _keys(args, store)
         elif args.command == "prune":
             before = time.time() - args.older_than
@@ -134,6 +226,7 @@ async def _run(args: argparse.Namespace, config: GatewayConfig) -> None:
                     [astuple(row) for row in rows],
                 )
             )
+        return 0
     finally:
         await store.close()
 
@@ -148,8 +241,12 @@ def run(args: argparse.Namespace, config: GatewayConfig) -> int:
         )
         return 2
     try:
-        asyncio.run(_run(args, config))
+        with _stream(args) as stream:
+            return asyncio.run(_run(args, config, stream))
     except SessionError as error:
         print(f"gateway: {error.message}", file=sys.stderr)
         return 1
-    return 0
+    except OSError as error:  # the file to export to or import from
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"gateway: {where}{error.strerror or error}", file=sys.stderr)
+        return 1

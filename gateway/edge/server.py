@@ -22,12 +22,14 @@ import os
 import signal
 import socket
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from multiprocessing.connection import Connection, wait
 from types import FrameType
 from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
@@ -39,6 +41,9 @@ from ..observability.metrics import (
     share_between_processes,
 )
 from .app import create_app
+
+# Every line about the server starting and stopping (uvicorn's own are named ``uvicorn``).
+logger = logging.getLogger("gateway.server")
 
 GC_YOUNG_THRESHOLD = 50_000  # allocations between collections; CPython's default is 700
 COALESCE_LIMIT = 64 * 1024  # bytes held back at most before they are written at once
@@ -234,26 +239,132 @@ class DenyingWebSocketProtocol(WebSocketsSansIOProtocol):
             self.handshake_complete = True
 
 
+class StartupFailed(Exception):
+    """The server stopped before serving. ``cause`` is why: the app's start-up error or the
+    listening socket's; ``None`` when uvicorn logged why itself."""
+
+    def __init__(self, cause: BaseException | None) -> None:
+        super().__init__(str(cause) if cause is not None else "the server did not start")
+        self.cause = cause
+
+
+class StartupWatch:
+    """The app, keeping the exception that ends its start-up in ``error``: uvicorn is told
+    of the failure without the traceback it would log, and the caller says why in a line.
+    A server stopped at once (a second Ctrl-C) cancels the app's lifespan instead of
+    shutting it down: that is no failure to log either."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.error: BaseException | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "lifespan.startup.failed":
+                return  # sent below, without the traceback it carries
+            if message["type"] == "lifespan.shutdown.failed" and _cancelled():
+                return
+            started = started or message["type"] == "lifespan.startup.complete"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except asyncio.CancelledError:
+            if not started:
+                raise
+        except Exception as error:
+            if started:
+                raise
+            self.error = error
+            await send({"type": "lifespan.startup.failed", "message": ""})
+
+
+def _cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+class UvicornName(logging.Filter):
+    """Names uvicorn's lines ``uvicorn``: it logs them all as ``uvicorn.error``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.name = "uvicorn"
+        return True
+
+
+def name_uvicorn_lines(logger: logging.Logger) -> None:
+    """Name ``logger``'s lines ``uvicorn``, once however often it is called."""
+    if not any(isinstance(each, UvicornName) for each in logger.filters):
+        logger.addFilter(UvicornName())
+
+
+def client_url(host: str, port: int) -> str:
+    """The base URL a client on this machine gives the SDK to reach ``host``:``port``."""
+    local = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{local}]:{port}/v1" if ":" in local else f"http://{local}:{port}/v1"
+
+
+def log_ready(host: str, port: int, workers: int) -> None:
+    """The line that says the gateway serves, and the URL its clients use."""
+    every = " on every interface" if host in ("0.0.0.0", "::") else ""
+    processes = f"{workers} workers " if workers > 1 else ""
+    logger.info(
+        "ready: %sserving%s; clients use %s (Ctrl-C stops)",
+        processes,
+        every,
+        client_url(host, port),
+    )
+
+
 class GatewayServer(uvicorn.Server):
     """uvicorn, plus a shutdown that ends streamed turns while their clients still listen.
 
     uvicorn waits for open responses, then cuts them; the gateway's streams are told to
     finish at the same moment, so that past the grace period each client still receives
-    its ``response.failed`` before the connection closes.
+    its ``response.failed`` before the connection closes. SIGINT stops it as SIGTERM does
+    (a second SIGINT at once), and either ends the process normally: uvicorn would raise
+    the signal again once stopped, a ``KeyboardInterrupt`` traceback for SIGINT.
+    ``on_started`` is given the port once the server listens.
     """
 
-    def __init__(self, config: GatewayConfig, log_level: str = "info") -> None:
+    def __init__(
+        self,
+        config: GatewayConfig,
+        log_level: str = "info",
+        on_started: Callable[[int], None] | None = None,
+    ) -> None:
         self.app = create_app(config)
+        self.watched = StartupWatch(self.app)
         self.grace = config.server.shutdown_grace_seconds
-        hide_query_strings(logging.getLogger("uvicorn.error"))
-        super().__init__(uvicorn_config(config, self.app, log_level))
+        self.on_started = on_started
+        uvicorn_logger = logging.getLogger("uvicorn.error")
+        hide_query_strings(uvicorn_logger)
+        name_uvicorn_lines(uvicorn_logger)
+        super().__init__(uvicorn_config(config, self.app, log_level, served=self.watched))
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        else:
+            self.should_exit = True
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
+        try:
+            await super().startup(sockets)
+        except SystemExit:  # uvicorn's way out when the app's start-up or the socket fails
+            raise StartupFailed(self.watched.error) from None
         # The turn cache keeps many long-lived objects, which every full collection walks:
         # collect young objects less often, and leave what start-up made out of it.
         gc.set_threshold(GC_YOUNG_THRESHOLD, 20, 100)
         gc.freeze()
+        if self.on_started is not None:
+            self.on_started(self.servers[0].sockets[0].getsockname()[1])
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         service = getattr(self.app.state, "service", None)
@@ -261,14 +372,17 @@ class GatewayServer(uvicorn.Server):
         if service is not None:
             finishing = asyncio.create_task(service.streams.finish(self.grace))
         await super().shutdown(sockets)
-        if finishing is not None:
+        if service is not None and finishing is not None:
+            if self.force_exit:  # a second SIGINT: the streams left fail now
+                await service.streams.finish(0)
             await finishing
 
 
 def uvicorn_config(
-    config: GatewayConfig, app: Starlette, log_level: str = "info"
+    config: GatewayConfig, app: Starlette, log_level: str = "info", served: ASGIApp | None = None
 ) -> uvicorn.Config:
-    """The uvicorn settings ``server:`` asks for, around ``app``."""
+    """The uvicorn settings ``server:`` asks for, around ``app`` (served as ``served``, a
+    wrapper of it, if given)."""
     settings = config.server
     protocol = type(
         "GatewayHTTPProtocol",
@@ -281,7 +395,7 @@ def uvicorn_config(
         },
     )
     return uvicorn.Config(
-        app,
+        served or app,
         host=settings.host,
         port=settings.port,
         log_level=log_level,
@@ -296,51 +410,112 @@ def uvicorn_config(
     )
 
 
-def _worker(config: GatewayConfig, log_level: str, sock: socket.socket) -> None:
-    GatewayServer(config, log_level).run(sockets=[sock])
-
-
 def serve(config: GatewayConfig, log_level: str = "info") -> None:
-    """Serve in this process, or in ``server.workers`` processes sharing one socket.
+    """Serve in this process, or in ``server.workers`` processes sharing one socket, until
+    SIGTERM or SIGINT; raise :class:`StartupFailed` if the server does not start.
 
     Workers are forked before anything else starts; each has its own event loop, store
     connections and upstream sessions, and they share the store's file or database.
-    SIGTERM and SIGINT are passed on to every worker, which shut down as one would alone.
-    Their metrics meet in ``PROMETHEUS_MULTIPROC_DIR`` (a temporary folder if unset).
+    SIGTERM and SIGINT (and SIGHUP, as SIGTERM) are passed on to every worker, which shut
+    down as one would alone. Their metrics meet in ``PROMETHEUS_MULTIPROC_DIR`` (a
+    temporary folder if unset).
     """
-    workers = config.server.workers
+    host, workers = config.server.host, config.server.workers
     if workers <= 1:
-        GatewayServer(config, log_level).run()
+        GatewayServer(config, log_level, lambda port: log_ready(host, port, 1)).run()
         return
     with tempfile.TemporaryDirectory(prefix="gateway-metrics-") as scratch:
         share_between_processes(os.environ.get(MULTIPROCESS_ENV) or scratch)
         _serve_workers(config, log_level, workers)
 
 
-def _serve_workers(config: GatewayConfig, log_level: str, workers: int) -> None:
-    family = socket.AF_INET6 if ":" in config.server.host else socket.AF_INET
+def _worker(config: GatewayConfig, log_level: str, sock: socket.socket, parent: Connection) -> None:
+    os.setpgid(0, 0)  # the terminal's Ctrl-C reaches the parent only, which passes it on once
+    try:
+        GatewayServer(config, log_level, lambda port: parent.send(None)).run(sockets=[sock])
+    except StartupFailed as failed:
+        _tell(parent, failed.cause)
+        raise SystemExit(1) from None
+    except KeyboardInterrupt:
+        pass  # a SIGINT passed on before uvicorn took the signals over: stopped as asked
+
+
+def _tell(parent: Connection, cause: BaseException | None) -> None:
+    try:
+        parent.send(cause)
+    except Exception:  # an exception that does not pickle: its text does
+        parent.send(RuntimeError(f"{type(cause).__name__}: {cause}"))
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((config.server.host, config.server.port))
-    sock.listen(2048)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as error:
+        sock.close()
+        raise StartupFailed(error) from None
     sock.set_inheritable(True)
+    return sock
+
+
+def _serve_workers(config: GatewayConfig, log_level: str, workers: int) -> None:
+    sock = _listening_socket(config.server.host, config.server.port)
     context = multiprocessing.get_context("fork")
+    pipes = [context.Pipe(duplex=False) for _ in range(workers)]
     processes = [
-        context.Process(target=_worker, args=(config, log_level, sock), daemon=False)
-        for _ in range(workers)
+        context.Process(target=_worker, args=(config, log_level, sock, writer), daemon=False)
+        for _, writer in pipes
     ]
     for process in processes:
         process.start()
+    for _, writer in pipes:
+        writer.close()
+    stopping: list[int] = []
 
     def forward(signum: int, frame: FrameType | None) -> None:
+        stopping.append(signum)
+        passed = signal.SIGTERM if signum == signal.SIGHUP else signum
         for process in processes:
             if process.pid is not None and process.is_alive():
-                os.kill(process.pid, signum)
+                os.kill(process.pid, passed)
 
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, forward)
+    failed = _started(processes, [reader for reader, _ in pipes])
+    asked_to_stop = bool(stopping)
+    if failed is None:
+        log_ready(config.server.host, sock.getsockname()[1], workers)
+    elif not asked_to_stop:
+        forward(signal.SIGTERM, None)  # one worker did not start: the others stop too
     for process in processes:
         process.join()
         if process.pid is not None:
             process_ended(process.pid)
     sock.close()
+    if failed is not None and not asked_to_stop:
+        raise StartupFailed(failed if isinstance(failed, BaseException) else None)
+
+
+def _started(
+    processes: Sequence[multiprocessing.process.BaseProcess], readers: list[Connection]
+) -> BaseException | bool | None:
+    """Wait until every worker serves (``None``); else what stopped one: the exception it
+    sent, or ``True`` when it ended without saying."""
+    waiting = set(readers)
+    ended = [process.sentinel for process in processes]
+    while waiting:
+        ready = wait([*waiting, *ended])
+        for reader in [each for each in waiting if each in ready]:
+            try:
+                failure: BaseException | None = reader.recv()
+            except EOFError:
+                return True
+            if failure is not None:
+                return failure
+            waiting.discard(reader)
+        if waiting and any(sentinel in ready for sentinel in ended):
+            return True
+    return None

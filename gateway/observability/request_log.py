@@ -97,6 +97,15 @@ def note_turn(
         log.upstream_seconds = upstream_seconds
 
 
+def note_failed_request(project: str, model: str | None) -> None:
+    """Name the project and model of a request that failed after its body was read, so
+    that its access line carries them as a finished turn's does (:func:`note_turn`)."""
+    log = CURRENT_REQUEST.get()
+    if log is not None:
+        log.project = log.project or project
+        log.model = log.model or model
+
+
 class RequestIdFilter(logging.Filter):
     """Gives every record a ``request_id`` (``-`` outside requests)."""
 

@@ -6,15 +6,27 @@ that httpx does; a gateway makes one such call per turn.)
 
 Secrets (the API key and every configured header value) never appear in an error
 message or a log line, and relayed provider messages are cut to a readable length.
+
+Every failure names the provider, its ``host:port`` and what happened (the name that
+did not resolve, the TLS failure, the errno of a refusal or reset, the limit that ran
+out, the provider's own message); the warning logged with it also names the request's
+URL. At DEBUG, each request's URL, status and time to its answer's head are logged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
+import errno
 import logging
+import os
+import re
+import socket
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import orjson
@@ -36,6 +48,8 @@ logger = logging.getLogger("gateway.upstream")
 
 MAX_RELAYED_MESSAGE = 1000
 _ERROR_BODY_LIMIT = 64 * 1024
+
+_MASKED_SECRET = re.compile(r"\S*\*{4,}\S*")
 
 # A request body: an object to encode, or JSON in pieces (see ``object_with_array``).
 Body = dict[str, Any] | list[bytes]
@@ -67,10 +81,17 @@ def _data(payload: Body) -> bytes | JSONPieces:
 
 
 def scrub(text: str, settings: ProviderSettings) -> str:
-    """``text`` without the provider's secrets, cut to :data:`MAX_RELAYED_MESSAGE`."""
-    for secret in (settings.api_key or "", *settings.headers.values()):
+    """``text`` without the provider's secrets, cut to :data:`MAX_RELAYED_MESSAGE`.
+
+    A key a provider quotes half masked (``sk-proj-****abcd``) goes whole: its visible
+    ends are the gateway's, not the client's to see.
+    """
+    keys = (settings.api_key or "", *(each.key for each in settings.api_keys))
+    for secret in (*keys, *settings.headers.values()):
         if len(secret) >= 4:
             text = text.replace(secret, "***")
+    if "****" in text:
+        text = _MASKED_SECRET.sub("***", text)
     if len(text) > MAX_RELAYED_MESSAGE:
         text = text[:MAX_RELAYED_MESSAGE] + "…"
     return text
@@ -103,6 +124,67 @@ def describe_stream_failure(name: str, error: BaseException) -> str:
     return f"The answer from upstream provider '{name}' broke off ({type(error).__name__})."
 
 
+def connection_failure(error: aiohttp.ClientError) -> str:
+    """What went wrong between the gateway and a provider, in words an operator acts on:
+    the name that did not resolve, the TLS failure, the refusal or reset and its errno."""
+    if isinstance(error, aiohttp.ClientConnectorCertificateError):
+        certificate = error.certificate_error
+        reason = getattr(certificate, "verify_message", None) or str(certificate)
+        return f"TLS certificate verification failed ({reason})"
+    if isinstance(error, aiohttp.ClientSSLError):
+        return f"TLS handshake failed ({_tls_reason(error.os_error)})"
+    if isinstance(error, aiohttp.ClientConnectorError):
+        if isinstance(error, aiohttp.ClientConnectorDNSError) or isinstance(
+            error.os_error, socket.gaierror
+        ):
+            reason = error.os_error.strerror or str(error.os_error)
+            return f"DNS lookup of {error.host} failed ({reason})"
+        return _os_failure(error.os_error)
+    if isinstance(error, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection without answering"
+    if isinstance(error, OSError):  # a reset, a broken pipe: ClientOSError and its kin
+        return _os_failure(error)
+    if isinstance(error, aiohttp.ClientPayloadError):
+        text = str(error)  # aiohttp says how the connection ended in its message alone
+        if "not completed" in text:
+            reset = " (connection reset by peer)" if "ConnectionResetError" in text else ""
+            return f"the connection closed before the answer was complete{reset}"
+        return f"the answer's body could not be read ({text})"
+    return f"{type(error).__name__}: {error}"
+
+
+def _os_failure(error: OSError) -> str:
+    """``connection refused (errno 111, ECONNREFUSED)``: the system's words, not the
+    event loop's ("Connect call failed ...")."""
+    number = error.errno
+    if isinstance(number, int) and number in errno.errorcode:
+        return f"{os.strerror(number).lower()} (errno {number}, {errno.errorcode[number]})"
+    return str(error) or type(error).__name__
+
+
+def _tls_reason(error: OSError) -> str:
+    reason = getattr(error, "reason", None)
+    if reason == "WRONG_VERSION_NUMBER":  # TLS spoken to a port that answers plain HTTP
+        return f"{error}; does base_url say https:// for a plain-HTTP server?"
+    return str(error)
+
+
+def _host_and_port(url: str) -> tuple[str, str]:
+    """``base_url``'s ``host:port`` (the port its scheme implies if it names none), and the
+    URL as it may be shown: no user, password, query or fragment."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    port = port or {"https": 443, "http": 80}.get(parts.scheme)
+    where = host if port is None else f"{host}:{port}"
+    return where, f"{parts.scheme}://{where}{parts.path}"
+
+
 class ProviderClient:
     """Requests to one provider, with its settings, secrets and limits applied."""
 
@@ -121,6 +203,10 @@ class ProviderClient:
         elif settings.api_key:
             self._headers["Authorization"] = f"Bearer {settings.api_key}"
         self._base_url = (settings.base_url or "").rstrip("/")
+        # Where the provider is, as errors and log lines name it: ``host:port``, and the
+        # base URL without credentials or query (``base_path`` is the URL's path).
+        self.where, self._shown_url = _host_and_port(self._base_url)
+        self._base_path = urlsplit(self._base_url).path
         # A whole answer, and a stream's head, are bounded by ``timeout_seconds`` around
         # the exchange: no read timer, which aiohttp would set again on every chunk
         # received (a stream's silences get one once its head is in).
@@ -139,10 +225,29 @@ class ProviderClient:
         async with aiohttp.ClientSession(connector=connector, trust_env=False) as session:
             yield cls(name, settings, session)
 
+    def with_key(self, key: str) -> ProviderClient:
+        """This client sending ``key`` (one of ``api_keys``): the same connections, limits
+        and caches."""
+        keyed = copy.copy(self)
+        header = "x-api-key" if self.settings.wire_api == "anthropic" else "Authorization"
+        value = key if header == "x-api-key" else f"Bearer {key}"
+        keyed._headers = {**self._headers, header: value}
+        return keyed
+
     # -- one exchange ------------------------------------------------------------------
 
     def _error(self, kind: type[UpstreamError], message: str) -> UpstreamError:
-        return kind(self.name, f"The upstream provider '{self.name}' {message}")
+        return kind(self.name, f"The upstream provider '{self.name}' at {self.where} {message}")
+
+    def _failure(self, kind: type[UpstreamError], path: str, described: str) -> UpstreamError:
+        """A ``kind`` of error saying what ``described`` says, logged with its request."""
+        logger.warning("upstream %s: POST %s%s %s", self.name, self._shown_url, path, described)
+        return self._error(kind, f"{described}.")
+
+    def _timed_out(self, path: str) -> UpstreamError:
+        limit = self.settings.timeout_seconds
+        described = f"timed out: no answer within timeout_seconds={limit:g}"
+        return self._failure(UpstreamTimeout, path, described)
 
     async def _acquire(self) -> None:
         """Take one of the provider's connection slots, waiting ``pool_timeout_seconds``."""
@@ -164,6 +269,8 @@ class ProviderClient:
         self, path: str, payload: Body, limits: aiohttp.ClientTimeout
     ) -> aiohttp.ClientResponse:
         """POST ``payload`` (or its JSON) in a slot taken; the response once it is a success."""
+        debug = logger.isEnabledFor(logging.DEBUG)
+        start = time.perf_counter() if debug else 0.0
         try:
             response = await self._session.post(
                 self._base_url + path,
@@ -172,40 +279,71 @@ class ProviderClient:
                 timeout=limits,
                 allow_redirects=False,
             )
+        except aiohttp.ConnectionTimeoutError:
+            limit = self.settings.connect_timeout_seconds
+            described = f"timed out: no connection within connect_timeout_seconds={limit:g}"
+            raise self._failure(UpstreamTimeout, path, described) from None
         except TimeoutError:
-            logger.warning("upstream %s timed out", self.name)
-            raise self._error(UpstreamTimeout, "did not answer in time.") from None
-        except aiohttp.ClientError as error:
-            logger.warning("upstream %s unreachable: %s", self.name, type(error).__name__)
-            raise self._error(
-                UpstreamUnreachable, f"could not be reached ({type(error).__name__})."
+            raise self._timed_out(path) from None
+        except aiohttp.ClientConnectorError as error:
+            described = f"could not be reached: {connection_failure(error)}"
+            raise self._failure(
+                UpstreamUnreachable, path, scrub(described, self.settings)
             ) from None
+        except aiohttp.ClientError as error:
+            described = f"broke off the exchange: {connection_failure(error)}"
+            raise self._failure(
+                UpstreamUnreachable, path, scrub(described, self.settings)
+            ) from None
+        if debug:
+            elapsed = (time.perf_counter() - start) * 1000
+            logger.debug(
+                "upstream %s: POST %s%s answered HTTP %d in %.1f ms",
+                self.name,
+                self._shown_url,
+                path,
+                response.status,
+                elapsed,
+            )
         if response.status >= 400:
             try:
-                raise await self._refusal(response)
+                raise await self._refusal(path, response)
             finally:
                 response.release()
         return response
 
-    async def _refusal(self, response: aiohttp.ClientResponse) -> UpstreamError:
+    async def _refusal(self, path: str, response: aiohttp.ClientResponse) -> UpstreamError:
+        """The provider's error status as an error that relays its own message."""
         status = response.status
         try:
             content = await response.content.read(_ERROR_BODY_LIMIT)
         except (aiohttp.ClientError, TimeoutError):
             content = b""
         message, kind, code = _error_fields(content)
-        message = scrub(message, self.settings)
-        logger.warning("upstream %s answered HTTP %d", self.name, status)
+        detail = scrub(message, self.settings).strip() or "(empty body)"
+        logger.warning(
+            "upstream %s answered HTTP %d to POST %s%s: %s",
+            self.name,
+            status,
+            self._shown_url,
+            path,
+            detail,
+        )
         if status in (401, 403, 407):
             return self._error(
-                UpstreamAuthFailed, f"rejected the gateway's credentials (HTTP {status})."
+                UpstreamAuthFailed, f"rejected the gateway's credentials (HTTP {status}): {detail}"
             )
-        if status == 429:
-            described = f"is rate limiting requests: {message}"
+        if status == 404 and code != "model_not_found" and "model" not in message.lower():
+            described = (
+                f"answered HTTP 404: POST {self._base_path}{path} not found at {self.where}"
+                f" — check providers.{self.name}.base_url; its answer: {detail}"
+            )
+        elif status == 429:
+            described = f"at {self.where} is rate limiting requests: {detail}"
         elif status >= 500:
-            described = f"failed (HTTP {status}): {message}"
+            described = f"at {self.where} failed (HTTP {status}): {detail}"
         else:
-            described = f"rejected the request (HTTP {status}): {message}"
+            described = f"at {self.where} rejected the request (HTTP {status}): {detail}"
         return UpstreamRejected(
             self.name,
             f"The upstream provider '{self.name}' {described}",
@@ -215,7 +353,12 @@ class ProviderClient:
             retry_after=response.headers.get("Retry-After"),
         )
 
-    async def _read_capped(self, response: aiohttp.ClientResponse) -> bytes:
+    def _too_large(self, path: str) -> UpstreamError:
+        limit = self.settings.max_response_bytes
+        described = f"sent an answer larger than max_response_bytes={limit}"
+        return self._failure(UpstreamInvalidResponse, path, described)
+
+    async def _read_capped(self, path: str, response: aiohttp.ClientResponse) -> bytes:
         limit = self.settings.max_response_bytes
         length = response.content_length
         if length is not None and length <= limit:
@@ -224,9 +367,7 @@ class ProviderClient:
         async for chunk in response.content.iter_any():
             body += chunk
             if len(body) > limit:
-                raise self._error(
-                    UpstreamInvalidResponse, f"sent an answer larger than {limit} bytes."
-                )
+                raise self._too_large(path)
         return bytes(body)
 
     async def fetch_json(self, path: str, payload: Body) -> dict[str, Any]:
@@ -237,26 +378,25 @@ class ProviderClient:
                 try:
                     response = await self._post(path, payload, self._answer_timeout)
                     try:
-                        content = await self._read_capped(response)
+                        content = await self._read_capped(path, response)
                     finally:
                         response.release()
                 finally:
                     self._slots.release()
         except TimeoutError:
-            logger.warning("upstream %s timed out", self.name)
-            raise self._error(UpstreamTimeout, "did not answer in time.") from None
+            raise self._timed_out(path) from None
         except aiohttp.ClientError as error:
-            raise self._error(
-                UpstreamUnreachable, f"broke off its answer ({type(error).__name__})."
+            described = f"broke off its answer: {connection_failure(error)}"
+            raise self._failure(
+                UpstreamUnreachable, path, scrub(described, self.settings)
             ) from None
         try:
             body = orjson.loads(content)
         except orjson.JSONDecodeError:
             body = None
         if not isinstance(body, dict):
-            raise self._error(
-                UpstreamInvalidResponse, "answered with something other than a JSON object."
-            )
+            described = "answered with something other than a JSON object"
+            raise self._failure(UpstreamInvalidResponse, path, described)
         return body
 
     @asynccontextmanager
@@ -275,10 +415,10 @@ class ProviderClient:
                     self._slots.release()
                     raise
         except TimeoutError:
-            raise self._error(UpstreamTimeout, "did not answer in time.") from None
+            raise self._timed_out(path) from None
         self._time_silences(response)
         try:
-            yield self._sse_data(response)
+            yield self._sse_data(path, response)
         finally:
             response.release()
             self._slots.release()
@@ -295,26 +435,38 @@ class ProviderClient:
             protocol.read_timeout = self.settings.stream_idle_timeout_seconds
             protocol.start_timeout()
 
-    async def _sse_data(self, response: aiohttp.ClientResponse) -> AsyncIterator[str]:
-        """The ``data`` of each complete server-sent event (an unterminated last one is dropped)."""
+    async def _sse_data(self, path: str, response: aiohttp.ClientResponse) -> AsyncIterator[str]:
+        """The ``data`` of each complete server-sent event (an unterminated last one is
+        dropped); a stream that breaks off or falls silent ends in an :class:`UpstreamError`
+        saying how."""
         limit = self.settings.max_response_bytes
         size = 0
         pending = b""
         data: list[str] = []
-        async for chunk in response.content.iter_any():
-            size += len(chunk)
-            if size > limit:
-                raise self._error(
-                    UpstreamInvalidResponse, f"sent an answer larger than {limit} bytes."
-                )
-            lines = (pending + chunk).split(b"\n")
-            pending = lines.pop()
-            for raw in lines:
-                line = raw.rstrip(b"\r")
-                if not line:
-                    if data:
-                        yield "\n".join(data)
-                        data = []
-                elif line.startswith(b"data:"):
-                    value = line[5:]
-                    data.append((value[1:] if value.startswith(b" ") else value).decode())
+        try:
+            async for chunk in response.content.iter_any():
+                size += len(chunk)
+                if size > limit:
+                    raise self._too_large(path)
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()
+                for raw in lines:
+                    line = raw.rstrip(b"\r")
+                    if not line:
+                        if data:
+                            yield "\n".join(data)
+                            data = []
+                    elif line.startswith(b"data:"):
+                        value = line[5:]
+                        data.append((value[1:] if value.startswith(b" ") else value).decode())
+        except TimeoutError:
+            idle = self.settings.stream_idle_timeout_seconds
+            described = (
+                f"went silent mid-stream: no data within stream_idle_timeout_seconds={idle:g}"
+            )
+            raise self._failure(UpstreamTimeout, path, described) from None
+        except aiohttp.ClientError as error:
+            described = f"broke off its answer mid-stream: {connection_failure(error)}"
+            raise self._failure(
+                UpstreamUnreachable, path, scrub(described, self.settings)
+            ) from None

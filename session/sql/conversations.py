@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import time
 
-from ..conversations import Conversation, conversation_from_row, fresh_items
+from ..conversations import (
+    Conversation,
+    StoredConversation,
+    conversation_from_row,
+    fresh_items,
+)
 from ..errors import ConversationNotFound, InvalidCursor, ItemNotFound
 from ..models import Item, ItemPage, normalise_input
 from ..paging import Order
 from .dialect import Dialect
+from .responses import PAGE_AFTER, PAGE_ORDER
 from .statement import Returning, in_list, rows, run, run_many
 
 _CONVERSATION = "project = :project AND id = :conversation_id"
@@ -167,3 +173,56 @@ def delete_item(
     )
     if deleted == 0:
         raise ItemNotFound(conversation_id, item_id)
+
+
+def page_stored(
+    dialect: Dialect, project: str, after: tuple[float, str] | None, limit: int
+) -> Returning[list[StoredConversation]]:
+    """Up to ``limit`` conversations of ``project`` after the position ``after``."""
+    where = "" if after is None else PAGE_AFTER
+    position = {} if after is None else {"created_at": after[0], "id": after[1]}
+    found = yield rows(
+        "SELECT id, created_at, metadata, updated_at FROM conversations"
+        f" WHERE project = :project{where}{PAGE_ORDER}",
+        project=project,
+        limit=limit,
+        **position,
+    )
+    return [
+        StoredConversation(
+            conversation_from_row(project, conversation_id, created_at, metadata),
+            created_at if updated_at is None else updated_at,
+        )
+        for conversation_id, created_at, metadata, updated_at in found
+    ]
+
+
+_BATCH = 500  # items appended per statement: within SQLite's limit of bound parameters
+
+
+def restore(dialect: Dialect, stored: StoredConversation, items: list[Item]) -> Returning[bool]:
+    """Insert a conversation with its items unless its id is taken, then set the time its
+    items last changed to the one it was kept with."""
+    conversation = stored.conversation
+    inserted = yield run(
+        "INSERT INTO conversations (project, id, created_at, updated_at, metadata, next_seq)"
+        " VALUES (:project, :id, :created_at, :updated_at, :metadata, 1)"
+        " ON CONFLICT (project, id) DO NOTHING",
+        project=conversation.project,
+        id=conversation.id,
+        created_at=conversation.created_at,
+        updated_at=stored.updated_at,
+        metadata=dialect.json(conversation.metadata),
+    )
+    if inserted == 0:
+        return False
+    for start in range(0, len(items), _BATCH):
+        batch = items[start : start + _BATCH]
+        yield from append(dialect, conversation.project, conversation.id, batch)
+    yield run(
+        f"UPDATE conversations SET updated_at = :updated_at WHERE {_CONVERSATION}",
+        updated_at=stored.updated_at,
+        project=conversation.project,
+        conversation_id=conversation.id,
+    )
+    return True

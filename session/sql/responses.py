@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from .dialect import Dialect
+from typing import Any
+
+from ..models import StoredResponse
+from .dialect import BYTEWISE, Dialect
 from .statement import Returning, in_list, rows
 
 COLUMN_NAMES = (
@@ -108,3 +111,40 @@ def existing_ids(dialect: Dialect, project: str, ids: list[str]) -> Returning[se
 
 
 _EXISTING_ANY = "SELECT id FROM responses WHERE project = :project AND id = ANY(:ids)"
+
+
+# Whole turns page by page, oldest first, for ``gateway export``: the order both databases
+# agree on (ids compared bytewise, whatever PostgreSQL's collation).
+PAGE_ORDER = f" ORDER BY created_at, id {BYTEWISE} LIMIT :limit"
+PAGE_AFTER = (
+    f" AND (created_at > :created_at OR (created_at = :created_at AND id {BYTEWISE} > :id))"
+)
+PROJECTS = "SELECT project FROM responses UNION SELECT project FROM conversations"
+
+
+def page(
+    dialect: Dialect, project: str, after: tuple[float, str] | None, limit: int
+) -> Returning[list[StoredResponse]]:
+    """Up to ``limit`` whole turns of ``project`` after the position ``after``."""
+    where = "" if after is None else PAGE_AFTER
+    position = {} if after is None else {"created_at": after[0], "id": after[1]}
+    found = yield rows(
+        f"SELECT {COLUMNS} FROM responses WHERE project = :project{where}{PAGE_ORDER}",
+        project=project,
+        limit=limit,
+        **position,
+    )
+    return [_record(dialect, row) for row in found]
+
+
+def _record(dialect: Dialect, row: tuple[Any, ...]) -> StoredResponse:
+    values = dict(zip(COLUMN_NAMES, row, strict=True))
+    for name in ("request", "response", "metadata"):
+        values[name] = dialect.loads(values[name])
+    return StoredResponse.model_validate(values)
+
+
+def projects() -> Returning[list[str]]:
+    """Every project holding a turn or a conversation, sorted (by code point: bytewise)."""
+    found = yield rows(PROJECTS)
+    return sorted(row[0] for row in found)

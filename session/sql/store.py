@@ -13,10 +13,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
-from ..conversations import Conversation
+from ..conversations import Conversation, StoredConversation
 from ..errors import ResponseNotFound
 from ..keys import ApiKey
-from ..models import Item, ItemPage
+from ..models import Item, ItemPage, StoredResponse
 from ..paging import Order
 from ..turn_cache import TurnCache
 from ..usage import Pruned, UsageRecord, UsageRow
@@ -167,6 +167,26 @@ class SQLStore(ABC):
 
     async def prune_events(self, before: float) -> int:
         return await self._write(lambda: stream_events.prune_events(before))
+
+    # -- whole records, for moving a store ----------------------------------------------
+
+    async def projects(self) -> list[str]:
+        return await self._read(responses.projects)
+
+    async def list_responses(
+        self, project: str, *, after: tuple[float, str] | None = None, limit: int = 100
+    ) -> list[StoredResponse]:
+        return await self._read(lambda: responses.page(self.dialect, project, after, limit))
+
+    async def list_conversations(
+        self, project: str, *, after: tuple[float, str] | None = None, limit: int = 100
+    ) -> list[StoredConversation]:
+        return await self._read(
+            lambda: conversations.page_stored(self.dialect, project, after, limit)
+        )
+
+    async def restore_conversation(self, stored: StoredConversation, items: list[Item]) -> bool:
+        return await self._write(lambda: conversations.restore(self.dialect, stored, items))
 
     # -- keys and shared secrets -------------------------------------------------------
 

@@ -11,6 +11,7 @@ from starlette.routing import Route
 from ...api.request_body import InputTokensBody, check_create_body, parse_create_body, validate_body
 from ...api.response_object import response_object
 from ...errors import invalid_request
+from ...observability.request_log import note_failed_request
 from ...turn.event_log import resumed
 from ..json_response import EventStream, JSONResponse
 from .common import project, query_choice, query_int, read_body, service
@@ -19,11 +20,15 @@ from .common import project, query_choice, query_int, read_body, service
 async def create_response(request: Request) -> Response:
     svc = service(request)
     body = parse_create_body(await read_body(request))  # the raw bytes are freed here
-    if body.stream:
-        return EventStream(await svc.stream(body, project(request)))
-    if body.background:
-        return JSONResponse(await svc.start_background(body, project(request)))
-    return JSONResponse(await svc.respond(body, project(request)))
+    try:
+        if body.stream:
+            return EventStream(await svc.stream(body, project(request)))
+        if body.background:
+            return JSONResponse(await svc.start_background(body, project(request)))
+        return JSONResponse(await svc.respond(body, project(request)))
+    except Exception:  # a try costs a success nothing
+        note_failed_request(project(request), body.model)
+        raise
 
 
 async def cancel_response(request: Request) -> Response:
@@ -38,7 +43,11 @@ async def input_tokens(request: Request) -> Response:
 
 async def compact(request: Request) -> Response:
     body = parse_create_body(await read_body(request))
-    return JSONResponse(await service(request).compact(body, project(request)))
+    try:
+        return JSONResponse(await service(request).compact(body, project(request)))
+    except Exception:
+        note_failed_request(project(request), body.model)
+        raise
 
 
 async def retrieve_response(request: Request) -> Response:
