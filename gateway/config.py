@@ -16,6 +16,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -308,6 +309,7 @@ class GatewayConfig(_Section):
     models: dict[str, ModelRoute] = Field(default_factory=dict)
     default_provider: str | None = None
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    _routes: dict[str, list[Route]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _providers_exist(self) -> GatewayConfig:
@@ -359,10 +361,17 @@ class GatewayConfig(_Section):
         return routes[0] if routes else None
 
     def routes(self, model: str) -> list[Route]:
-        """Every deployment of ``model``, in the configured order (none if not routed)."""
+        """Every deployment of ``model``, in the configured order (none if not routed).
+
+        A listed model's routes are made once (a configuration does not change); a name
+        sent to ``default_provider`` gets one made for it, as clients choose those names.
+        """
+        made = self._routes.get(model)
+        if made is not None:
+            return made
         listed = self.models.get(model)
         if listed is not None:
-            return [
+            made = self._routes[model] = [
                 Route(
                     provider_name=target.provider,
                     provider=self.providers[target.provider],
@@ -375,6 +384,7 @@ class GatewayConfig(_Section):
                 )
                 for target in listed.targets(model)
             ]
+            return made
         if self.default_provider is not None:
             name = self.default_provider
             return [Route(provider_name=name, provider=self.providers[name], upstream_model=model)]

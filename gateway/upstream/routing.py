@@ -120,6 +120,8 @@ def _by_weight(
     rng: random.Random,
 ) -> list[Any]:
     """``entries`` in a weighted random order, those resting last by the end of their rest."""
+    if len(entries) == 1:
+        return entries
     ready = [entry for entry in entries if not until(entry)]
     ordered: list[Any] = []
     while ready:
