@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import resource
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -160,3 +162,42 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
         cwd=REPO,
         timeout=60,
     )
+
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextmanager
+def raw_server(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[int]:
+    """Serve ``handler`` on a loopback port (with ``tls``, if given) from a thread of its
+    own; yield the port."""
+    loop = asyncio.new_event_loop()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await handler(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        asyncio.run_coroutine_threadsafe(_stopped(server), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
+async def _stopped(server: asyncio.Server) -> None:
+    server.close()
+    current = asyncio.current_task()
+    handlers = [task for task in asyncio.all_tasks() if task is not current]
+    for task in handlers:
+        task.cancel()
+    await asyncio.gather(*handlers, return_exceptions=True)
+    await server.wait_closed()

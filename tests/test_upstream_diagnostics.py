@@ -19,9 +19,8 @@ import ssl
 import struct
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,14 @@ from starlette.routing import Route
 from gateway import create_app, parse_config
 from gateway.observability.request_log import AccessLine
 
-from .servers import _bound_port, _wait_until_healthy, loopback_socket, refusing_url, serve
+from .servers import (
+    _bound_port,
+    _wait_until_healthy,
+    loopback_socket,
+    raw_server,
+    refusing_url,
+    serve,
+)
 
 pytestmark = [pytest.mark.api]
 
@@ -49,8 +55,6 @@ KEY = "sk-diagnostics-secret-0123456789"
 HEADER_VALUE = "org-header-value-9876"
 MASKED_TAIL = "Zq7x"  # the visible end of a key a provider quotes half masked
 PROMPT = "a private prompt"
-
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
 # -- upstreams that fail in one way each -------------------------------------------------
@@ -143,42 +147,6 @@ async def _streams_then_closes(reader: asyncio.StreamReader, writer: asyncio.Str
     writer.write(_STREAM_HEAD + _sse_chunk(_FIRST_CHUNK))
     await writer.drain()
     writer.close()
-
-
-@contextmanager
-def raw_server(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[int]:
-    """Serve ``handler`` on a loopback port (with ``tls``, if given) from a thread of its
-    own; yield the port."""
-    loop = asyncio.new_event_loop()
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            await handler(reader, writer)
-        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
-            pass
-        finally:
-            writer.close()
-
-    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls))
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.sockets[0].getsockname()[1]
-    finally:
-        asyncio.run_coroutine_threadsafe(_stopped(server), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        loop.close()
-
-
-async def _stopped(server: asyncio.Server) -> None:
-    server.close()
-    current = asyncio.current_task()
-    handlers = [task for task in asyncio.all_tasks() if task is not current]
-    for task in handlers:
-        task.cancel()
-    await asyncio.gather(*handlers, return_exceptions=True)
-    await server.wait_closed()
 
 
 def self_signed_tls(folder: Path) -> ssl.SSLContext:

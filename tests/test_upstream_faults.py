@@ -23,7 +23,7 @@ import pytest
 from gateway import create_app, parse_config
 
 from .misbehaving_upstream import misbehaving_app
-from .servers import serve
+from .servers import raw_server, serve
 
 pytestmark = [pytest.mark.api]
 
@@ -245,28 +245,8 @@ class RefusingUpstream:
 
     @contextmanager
     def serving(self) -> Iterator[str]:
-        loop = asyncio.new_event_loop()
-        server = loop.run_until_complete(asyncio.start_server(self.handle, "127.0.0.1", 0))
-        thread = threading.Thread(target=loop.run_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-        finally:
-            # Connections the gateway keeps alive are still being read: end them on the
-            # running loop, or they are collected after it closed and warn in a later test.
-            asyncio.run_coroutine_threadsafe(_closed(server), loop).result(5)
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(5)
-            loop.close()
-
-
-async def _closed(server: asyncio.Server) -> None:
-    server.close()
-    current = asyncio.current_task()
-    handlers = [task for task in asyncio.all_tasks() if task is not current]
-    for task in handlers:
-        task.cancel()
-    await asyncio.gather(*handlers, return_exceptions=True)
+        with raw_server(self.handle) as port:
+            yield f"http://127.0.0.1:{port}"
 
 
 @pytest.mark.parametrize("stream", [False, True])
