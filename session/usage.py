@@ -34,12 +34,19 @@ class UsageRow:
     output_tokens: int
     cached_tokens: int
     reasoning_tokens: int
+    cost_usd: float = 0.0  # of the turns to priced models (``models.NAME.pricing``)
 
 
-def usage_row(project: str, model: str, *counts: float | None) -> UsageRow:
-    """A row from the columns ``responses, input, output, cached, reasoning`` (NULL → 0)."""
-    numbers = [int(value or 0) for value in counts]
-    return UsageRow(project, model, *numbers)
+def usage_row(
+    project: str, model: str, *counts: float | None, cost: float | None = 0.0
+) -> UsageRow:
+    """A row from the columns ``responses, input, output, cached, reasoning`` (NULL → 0)
+    and the turns' cost."""
+    responses, input_tokens, output_tokens, cached, reasoning = (int(c or 0) for c in counts)
+    spent = round(float(cost or 0.0), 9)
+    return UsageRow(
+        project, model, responses, input_tokens, output_tokens, cached, reasoning, spent
+    )
 
 
 def token_counts(usage: dict[str, Any] | None) -> tuple[int, int, int, int]:
@@ -71,15 +78,20 @@ class UsageRecord:
 def usage_of(records: Iterable[StoredResponse], kept: Iterable[UsageRecord] = ()) -> list[UsageRow]:
     """Totals by project and model, for a store that holds its records in memory."""
     totals: dict[tuple[str, str], list[int]] = {}
+    costs: dict[tuple[str, str], float] = {}
     for record in records:
-        counts = totals.setdefault((record.project, record.request.model), [0] * 5)
+        key = (record.project, record.request.model)
+        counts = totals.setdefault(key, [0] * 5)
         counts[0] += 1
         for index, count in enumerate(token_counts(record.response.usage), start=1):
             counts[index] += count
+        cost = record.metadata.get("cost_usd")
+        costs[key] = costs.get(key, 0.0) + (cost if isinstance(cost, int | float) else 0.0)
     for entry in kept:
         counts = totals.setdefault((entry.project, entry.model), [0] * 5)
         for index, count in enumerate(entry.tokens, start=1):
             counts[index] += count
     return [
-        usage_row(project, model, *counts) for (project, model), counts in sorted(totals.items())
+        usage_row(project, model, *counts, cost=costs.get((project, model)))
+        for (project, model), counts in sorted(totals.items())
     ]

@@ -153,6 +153,17 @@ async def test_usage_totals_tokens_by_project_and_model(store: SessionStore) -> 
     assert await store.usage("c", since) == []
 
 
+async def test_usage_totals_the_cost_of_priced_turns(store: SessionStore) -> None:
+    for n, cost in enumerate([0.25, 0.125, None]):
+        record = turn(f"r{n}", project="a")
+        record.response.usage = {"input_tokens": 10, "output_tokens": 4}
+        if cost is not None:
+            record.metadata = {**record.metadata, "cost_usd": cost}
+        await store.save(record)
+    [row] = await store.usage("a", time.time() - DAY)
+    assert (row.responses, row.cost_usd) == (3, 0.375)
+
+
 async def test_usage_adds_the_calls_no_stored_turn_holds(store: SessionStore) -> None:
     record = turn("r1", project="a")
     record.response.usage = {"input_tokens": 10, "output_tokens": 4}

@@ -228,3 +228,23 @@ def test_a_request_too_long_goes_to_the_larger_model(
         )
     assert answer.status_code == 200, answer.text
     assert models_sent(fake) == ["model-small", "model-large"]
+
+
+def test_gateway_usage_reports_what_priced_turns_cost(routed: Gateway) -> None:
+    import asyncio
+
+    from session import SQLiteStore
+
+    routed.client().responses.create(model="priced", input="one")
+    routed.client().responses.create(model="priced", input="two")
+
+    async def rows() -> list[Any]:
+        store = SQLiteStore(routed.config.session.sqlite.path)
+        try:
+            return await store.usage(None, 0.0)
+        finally:
+            await store.close()
+
+    [row] = [row for row in asyncio.run(rows()) if row.model == "priced"]
+    assert row.responses == 2
+    assert row.cost_usd == pytest.approx(2 * (8 * 1.0 + 3 * 0.5 + 7 * 2.0) / 1_000_000)

@@ -222,8 +222,17 @@ async def _run(args: argparse.Namespace, config: GatewayConfig, stream: BinaryIO
             rows = await store.usage(args.project, since)
             print(
                 _table(
-                    ("PROJECT", "MODEL", "RESPONSES", "INPUT", "OUTPUT", "CACHED", "REASONING"),
-                    [astuple(row) for row in rows],
+                    (
+                        "PROJECT",
+                        "MODEL",
+                        "RESPONSES",
+                        "INPUT",
+                        "OUTPUT",
+                        "CACHED",
+                        "REASONING",
+                        "COST_USD",
+                    ),
+                    [(*astuple(row)[:-1], f"{row.cost_usd:.6f}") for row in rows],
                 )
             )
         return 0

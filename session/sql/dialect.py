@@ -67,6 +67,12 @@ class Dialect:
             return f"({self.json_text(column, *path)})::bigint"
         return self.json_text(column, *path)
 
+    def json_real(self, column: str, *path: str) -> str:
+        """The number at ``path`` in a JSON column, as a floating-point value."""
+        if self.postgres:
+            return f"({self.json_text(column, *path)})::double precision"
+        return self.json_text(column, *path)
+
     def json_replaced(self, column: str, key: str, value: str) -> str:
         """A JSON column's value with ``key`` set to the JSON parameter ``value``."""
         if self.postgres:

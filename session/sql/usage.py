@@ -30,23 +30,24 @@ def usage(dialect: Dialect, project: str | None, since: float) -> Returning[list
     scope = "created_at >= :since AND (CAST(:project AS TEXT) IS NULL OR project = :project)"
     found = yield rows(
         f"""
-        SELECT project, model, sum(n), sum(i), sum(o), sum(c), sum(r) FROM (
+        SELECT project, model, sum(n), sum(i), sum(o), sum(c), sum(r), sum(k) FROM (
             SELECT project, {dialect.json_text("request", "model")} AS model, 1 AS n,
                    {number("response", "usage", "input_tokens")} AS i,
                    {number("response", "usage", "output_tokens")} AS o,
                    {number("response", "usage", "input_tokens_details", "cached_tokens")} AS c,
-                   {number("response", "usage", "output_tokens_details", "reasoning_tokens")} AS r
+                   {number("response", "usage", "output_tokens_details", "reasoning_tokens")} AS r,
+                   {dialect.json_real("metadata", "cost_usd")} AS k
             FROM responses WHERE {scope}
             UNION ALL
             SELECT project, model, 0, input_tokens, output_tokens, cached_tokens,
-                   reasoning_tokens
+                   reasoning_tokens, 0
             FROM usage_records WHERE {scope}
         ) AS turns_and_ledger GROUP BY 1, 2 ORDER BY 1, 2
         """,
         since=since,
         project=project,
     )
-    return [usage_row(*row) for row in found]
+    return [usage_row(*row[:7], cost=row[7]) for row in found]
 
 
 def prune(dialect: Dialect, before: float, limit: int) -> Returning[Pruned]:
