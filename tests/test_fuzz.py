@@ -244,3 +244,20 @@ def test_store_calls(
 ) -> None:
     path = f"/v1/store/calls/{store_segment(name)}"
     check(store_client.post(path, content=encode(args), headers=JSON), errors)
+
+
+@FUZZ
+@given(query=QUERIES, body=TEXT)
+def test_gateway_routes(
+    client: httpx.Client, errors: ErrorLog, query: dict[str, str], body: str
+) -> None:
+    routes = check(client.get("/v1/gateway/routes", params=query), errors)
+    assert set(routes) == {"models", "providers", "cooldowns"}
+    reset = client.post(
+        "/v1/gateway/routes/reset", params=query, content=body.encode("utf-8", "replace")
+    )
+    answer = check(reset, errors)  # a body that is not JSON is a 415, never a 5xx
+    assert answer == {"cooldowns": {}} if reset.status_code == 200 else "error" in answer
+    emptied = client.post("/v1/gateway/routes/reset", params=query)
+    assert check(emptied, errors) == {"cooldowns": {}}
+    assert client.put("/v1/gateway/routes").status_code == 405

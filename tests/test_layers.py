@@ -23,6 +23,7 @@ LAYERS = {
     "errors": 0,
     "sealing": 0,
     "routing_settings": 0,
+    "config_sections": 0,
     "upstream": 1,
     "api": 2,
     "observability": 3,

@@ -1,0 +1,267 @@
+"""The sections of ``config.yaml`` under ``server``, ``providers`` and ``models``, and the
+:class:`Route` a model's turn takes; the whole file's schema is :mod:`gateway.config`."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from .routing_settings import Deployment, Pricing, ProviderKey, RetrySettings
+
+WireApi = Literal["chat_completions", "responses", "anthropic", "echo"]
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+_HOST_LABEL = r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)"
+_HOST_NAME = re.compile(rf"^{_HOST_LABEL}(\.{_HOST_LABEL})*\.?$")
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` cannot be listened on (``None`` if it can): an IP address or a host name."""
+    if host.startswith("[") and host.endswith("]"):
+        return "write an IPv6 address without brackets (e.g. ::1)"
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    if len(host) <= 253 and _HOST_NAME.match(host):
+        return None
+    return (
+        "must be an IP address or a host name, without scheme or port "
+        "(e.g. 127.0.0.1, or 0.0.0.0 for every interface)"
+    )
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an upstream's ``base_url`` (``None`` if it can)."""
+    example = "e.g. https://api.deepseek.com/v1"
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        return f"must start with http:// or https:// ({example})"
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number from 0 to 65535
+    except ValueError:
+        return f"has an invalid port ({example})"
+    if not parts.hostname:
+        return f"has no host ({example})"
+    return None
+
+
+class ServerSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    body_timeout_seconds: float = Field(default=30.0, gt=0)
+    keep_alive_seconds: int = Field(default=5, ge=1)
+    max_connections: int = Field(default=1000, ge=1)
+    shutdown_grace_seconds: int = Field(default=30, ge=0)
+    allowed_hosts: list[str] | None = None
+    allowed_origins: list[str] = Field(default_factory=list)
+    workers: int = Field(default=1, ge=1)
+    log_format: Literal["text", "json"] = "text"
+    heartbeat_seconds: float = Field(default=10.0, gt=0)
+    heartbeat_timeout_seconds: float = Field(default=40.0, gt=0, validate_default=True)
+
+    @field_validator("host")
+    @classmethod
+    def _listenable(cls, host: str) -> str:
+        if (problem := host_problem(host)) is not None:
+            raise ValueError(problem)
+        return host
+
+    @field_validator("heartbeat_timeout_seconds")
+    @classmethod
+    def _heartbeat_outlives_a_missed_beat(cls, timeout: float, info: ValidationInfo) -> float:
+        beat = info.data.get("heartbeat_seconds")
+        if beat is not None and timeout <= 2 * beat:
+            raise ValueError("must be more than twice heartbeat_seconds")
+        return timeout
+
+    def hosts_allowed(self) -> list[str]:
+        """``allowed_hosts``, or the loopback names when bound to loopback, else any."""
+        if self.allowed_hosts is not None:
+            return self.allowed_hosts
+        if self.host in LOOPBACK_HOSTS:
+            return ["127.0.0.1", "localhost", "[::1]"]
+        return ["*"]
+
+
+class ProviderSettings(_Section):
+    wire_api: WireApi
+    base_url: str | None = Field(default=None, validate_default=True)
+    api_key: str | None = None
+    api_keys: list[ProviderKey] = Field(default_factory=list)  # instead of ``api_key``
+    timeout_seconds: float = Field(default=300.0, gt=0)
+    connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    stream_idle_timeout_seconds: float = Field(default=300.0, gt=0)
+    max_stream_seconds: float = Field(default=1800.0, gt=0)
+    max_response_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    max_connections: int = Field(default=100, ge=1)
+    pool_timeout_seconds: float = Field(default=10.0, gt=0)
+    background_connections: int | None = Field(default=None, ge=1)
+    background_connections_per_project: int | None = Field(default=None, ge=1)
+    headers: dict[str, str] = Field(default_factory=dict)
+    # ``wire_api: anthropic`` only: the Messages API's version and beta headers.
+    anthropic_version: str = "2023-06-01"
+    anthropic_beta: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _needs_base_url(cls, base_url: str | None, info: ValidationInfo) -> str | None:
+        wire_api = info.data.get("wire_api")  # absent when wire_api itself is invalid
+        if not base_url:
+            if wire_api == "anthropic":
+                return ANTHROPIC_BASE_URL
+            if wire_api not in (None, "echo"):
+                raise ValueError(
+                    f"required for wire_api {wire_api!r} (e.g. https://api.deepseek.com/v1)"
+                )
+            return None
+        if (problem := url_problem(base_url)) is not None:
+            raise ValueError(problem)
+        return base_url
+
+    @model_validator(mode="after")
+    def _one_way_to_give_keys(self) -> ProviderSettings:
+        if self.api_key and self.api_keys:
+            raise ValueError("give api_key or api_keys, not both")
+        return self
+
+    @model_validator(mode="after")
+    def _background_shares_fit(self) -> ProviderSettings:
+        total, _ = self.background_shares()
+        if total > self.max_connections:
+            raise ValueError("background_connections may not exceed max_connections")
+        per_project = self.background_connections_per_project
+        if per_project is not None and per_project > total:
+            raise ValueError(
+                "background_connections_per_project may not exceed background_connections"
+            )
+        return self
+
+    def background_shares(self) -> tuple[int, int]:
+        """Connections background turns may hold at once: in all, and for one project.
+
+        By default half the pool, and half of that for one project: the rest of the pool
+        stays free for turns that a client waits for.
+        """
+        total = self.background_connections or max(1, self.max_connections // 2)
+        per_project = self.background_connections_per_project or max(1, total // 2)
+        return total, min(per_project, total)
+
+
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class CodexModelSettings(_Section):
+    """How Codex should use a model, for its model catalog (``GET /v1/models?client_version``)."""
+
+    display_name: str | None = None
+    description: str | None = None
+    reasoning_levels: list[Effort] = Field(default_factory=list)
+    default_reasoning_level: Effort | None = None
+    shell_type: Literal["default", "local", "unified_exec", "disabled", "shell_command"] = (
+        "shell_command"
+    )
+    apply_patch_tool_type: Literal["freeform", "function"] | None = "freeform"
+    supports_parallel_tool_calls: bool = False
+    base_instructions: str = ""
+    priority: int = 0
+
+
+DEFAULT_MAX_OUTPUT_TOKENS = 8192
+# Thinking tokens per reasoning effort, for models that take a budget (``budget_tokens``).
+DEFAULT_THINKING_BUDGETS: dict[Effort, int] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 32768,
+}
+
+
+class ThinkingSettings(_Section):
+    """How a client's ``reasoning.effort`` maps to a Messages API model's thinking.
+
+    ``budget``: ``thinking.budget_tokens`` from ``budgets`` (kept below ``max_tokens``);
+    ``adaptive``: adaptive thinking with ``output_config.effort``, for models that refuse a
+    budget; ``off``: never think.
+    """
+
+    mode: Literal["budget", "adaptive", "off"] = "budget"
+    budgets: dict[Effort, int] = Field(default_factory=lambda: dict(DEFAULT_THINKING_BUDGETS))
+
+
+class ModelRoute(_Section):
+    provider: str | None = None
+    upstream_model: str | None = None
+    deployments: list[Deployment] = Field(default_factory=list)  # instead of ``provider``
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    fallbacks: list[str] = Field(default_factory=list)
+    context_window_fallbacks: list[str] = Field(default_factory=list)
+    pricing: Pricing | None = None
+    context_window: int | None = Field(default=None, ge=1)
+    # ``wire_api: anthropic``: the ``max_tokens`` sent when the client sets no
+    # ``max_output_tokens`` (the API requires one), thinking, and prompt caching.
+    max_output_tokens: int = Field(default=DEFAULT_MAX_OUTPUT_TOKENS, ge=1)
+    thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
+    prompt_cache: Literal["auto", "off"] = "auto"
+    codex: CodexModelSettings = Field(default_factory=CodexModelSettings)
+
+    @model_validator(mode="after")
+    def _one_way_to_route(self) -> ModelRoute:
+        if (self.provider is None) == (not self.deployments):
+            raise ValueError("give provider (with upstream_model) or deployments, not both")
+        if self.deployments and self.upstream_model is not None:
+            raise ValueError("upstream_model goes in each deployment")
+        return self
+
+    def targets(self, name: str) -> list[Deployment]:
+        """Where this model (called ``name`` by clients) may go, by weight."""
+        if self.provider is not None:
+            return [Deployment(provider=self.provider, upstream_model=self.upstream_model or name)]
+        return [
+            d.model_copy(update={"upstream_model": d.upstream_model or name})
+            for d in self.deployments
+        ]
+
+
+class Route(BaseModel):
+    """Where a requested model goes: the provider's name and settings, the upstream name."""
+
+    provider_name: str
+    provider: ProviderSettings
+    upstream_model: str
+    context_window: int | None = None
+    max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
+    thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
+    prompt_cache: Literal["auto", "off"] = "auto"
+    weight: float = 1.0
+
+    @property
+    def deployment(self) -> str:
+        """The deployment's name: ``provider/upstream_model``."""
+        return f"{self.provider_name}/{self.upstream_model}"
+
+
+class CompactionSettings(_Section):
+    # Seals compaction items; unset, one is generated and kept in the session store.
+    secret: str | None = Field(default=None, min_length=16)
