@@ -31,7 +31,8 @@ from starlette.types import Message, Receive, Scope, Send
 from gateway.cli.main import host_name, port_number
 from gateway.cli.startup import anchor_sqlite_path, failure_line, summary
 from gateway.config import parse_config
-from gateway.edge.server import GatewayServer, StartupWatch, client_url
+from gateway.edge.processes import client_url
+from gateway.edge.server import GatewayServer, StartupWatch
 from session import SessionSettings, StoreUnavailable
 
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream, Reply

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ConfigError, GatewayConfig, host_problem, load_config
-from ..edge.server import StartupFailed, serve
+from ..edge.processes import serve
+from ..edge.server import StartupFailed
 from ..observability.request_log import configure_logging
 from . import startup, store_commands
 

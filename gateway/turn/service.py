@@ -52,8 +52,9 @@ from ..upstream import (
     build_upstream,
 )
 from ..upstream.base import Replay, UpstreamStream
+from ..upstream.cooldowns import Cooldowns
 from ..upstream.errors import CONTEXT_LENGTH_EXCEEDED, is_context_overflow
-from ..upstream.routing import Candidate, Cooldowns, RoutedUpstream, plan
+from ..upstream.routing import Candidate, RoutedUpstream, plan
 from .background import BackgroundTurns
 from .concurrency import KeyedLocks
 from .context_requests import Context, compact, count_input_tokens

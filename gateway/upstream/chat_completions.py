@@ -11,7 +11,8 @@ from .base import NONE, Replay, UpstreamStream
 from .chat_request import to_chat_request
 from .chat_response import ChatTranslator
 from .errors import MalformedAnswer, UpstreamInvalidResponse
-from .http import ProviderClient, scrub
+from .failures import scrub
+from .http import ProviderClient
 from .reasoning_state import ReasoningState
 from .results import Event, Item
 from .streams import ReportedError, ended

@@ -19,7 +19,8 @@ from session import new_item_id
 from ..sealing import REASONING_PREFIX
 from .base import Capabilities, Replay, UpstreamStream
 from .errors import UpstreamError, UpstreamInvalidResponse
-from .http import ProviderClient, describe_stream_failure, scrub
+from .failures import describe_stream_failure, scrub
+from .http import ProviderClient
 from .results import Event, Item, TurnResult, complete_usage, failed_result
 from .translation_cache import EncodedInputs, object_with_array
 

@@ -9,7 +9,7 @@ import aiohttp
 
 from .base import UpstreamStream
 from .errors import MalformedAnswer, UpstreamError
-from .http import describe_stream_failure
+from .failures import describe_stream_failure
 from .results import Event, TurnResult
 
 

@@ -10,7 +10,8 @@ import orjson
 from ...config import Route
 from ..base import Capabilities, Replay, UpstreamStream
 from ..errors import MalformedAnswer, UpstreamError, UpstreamInvalidResponse, UpstreamRejected
-from ..http import ProviderClient, scrub
+from ..failures import scrub
+from ..http import ProviderClient
 from ..reasoning_state import ReasoningState
 from ..results import Event, Item
 from ..streams import ReportedError, ended
