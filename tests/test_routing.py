@@ -126,11 +126,24 @@ def test_a_model_falls_back_once_its_own_attempts_fail(routed: Gateway) -> None:
     assert 'deployment="west/model-backup",event="fallback"' in metrics
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_answering_deployment_is_named_in_a_header(routed: Gateway, stream: bool) -> None:
+    routed.fake.script(Reply(status=503, error_body=ERROR), Reply(status=502, error_body=ERROR))
+    body = {"model": "primary", "input": "hi", "stream": stream}
+    with httpx.stream("POST", f"{routed.url}/v1/responses", json=body) as answer:
+        assert answer.status_code == 200
+        assert answer.headers["x-gateway-upstream"] == "west/model-backup"
+        answer.read()
+    refused = httpx.post(f"{routed.url}/v1/responses", json={"model": "nope", "input": "hi"})
+    assert "x-gateway-upstream" not in refused.headers  # it reached no upstream
+
+
 def test_a_client_error_is_not_retried(routed: Gateway) -> None:
     routed.fake.script(Reply(status=400, error_body={"error": {"message": "bad"}}))
     answer = httpx.post(f"{routed.url}/v1/responses", json={"model": "spread", "input": "hi"})
     assert answer.status_code == 400
     assert len(routed.fake.requests) == 1
+    assert answer.headers["x-gateway-upstream"] in ("east/model-east", "west/model-west")
 
 
 def test_after_the_first_delta_a_failure_is_the_answer(routed: Gateway) -> None:

@@ -17,7 +17,7 @@ from ..upstream.base import NONE, Capabilities, UpstreamStream
 from ..upstream.errors import UpstreamRejected
 from ..upstream.results import Item
 from .metrics import Metrics
-from .request_log import note_turn
+from .request_log import note_turn, note_upstream
 
 T = TypeVar("T")
 
@@ -90,6 +90,7 @@ async def watched(
     provider: str,
     model: str,
     project: str,
+    deployment: str,
     pricing: Pricing | None = None,
 ) -> AsyncIterator[UpstreamStream]:
     """``upstream.open(...)``, with its events and failures observed (and priced)."""
@@ -97,8 +98,11 @@ async def watched(
     start = time.perf_counter()  # an unstreamed call is answered before ``open`` yields
     try:
         async with upstream.open(request, stream=stream) as events:
+            note_upstream(deployment)
             yield WatchedStream(events, metrics, labels, model, project, start, pricing)
     except UpstreamError as error:
+        if isinstance(error, UpstreamRejected):  # the provider answered, with an error
+            note_upstream(deployment)
         metrics.upstream_errors.labels(*labels, error_code(error)).inc()
         raise
 
@@ -114,9 +118,11 @@ class MeteredUpstream:
         provider: str,
         model: str,
         project: str,
+        deployment: str,
         pricing: Pricing | None = None,
     ) -> None:
         self._inner = inner
+        self._deployment = deployment
         self._pricing = pricing
         self._metrics = metrics
         self._provider = provider
@@ -140,6 +146,7 @@ class MeteredUpstream:
             provider=self._provider,
             model=self._model,
             project=self._project,
+            deployment=self._deployment,
             pricing=self._pricing,
         )
 
@@ -153,8 +160,11 @@ class MeteredUpstream:
             try:
                 answer = await call(request)
             except UpstreamError as error:
+                if isinstance(error, UpstreamRejected):
+                    note_upstream(self._deployment)
                 metrics.upstream_errors.labels(*labels, error_code(error)).inc()
                 raise
+            note_upstream(self._deployment)
             elapsed = time.perf_counter() - start
             metrics.upstream_seconds.labels(*labels).observe(elapsed)
             usage = answer.get("usage") if isinstance(answer, dict) else None

@@ -25,6 +25,8 @@ class RequestLog:
 
     request_id: str
     project: str | None = None
+    key_id: str | None = None
+    upstream: str | None = None  # the deployment that answered: ``provider/model``
     model: str | None = None
     usage: dict[str, Any] | None = None
     upstream_seconds: float | None = None
@@ -95,6 +97,14 @@ def note_turn(
         log.model = model
         log.usage = usage
         log.upstream_seconds = upstream_seconds
+
+
+def note_upstream(deployment: str) -> None:
+    """Name the deployment that answered the request being served (its
+    ``x-gateway-upstream`` header); a later answer, after a retry, replaces it."""
+    log = CURRENT_REQUEST.get()
+    if log is not None:
+        log.upstream = deployment
 
 
 def note_failed_request(project: str, model: str | None) -> None:

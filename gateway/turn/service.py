@@ -41,6 +41,7 @@ from ..context.truncation import stated_limit, truncated
 from ..errors import APIError, invalid_request, not_found, previous_response_not_found, server_error
 from ..observability.metered import MeteredUpstream
 from ..observability.metrics import Metrics
+from ..observability.request_log import CURRENT_REQUEST
 from ..routing_settings import RetrySettings
 from ..sealing import Sealer
 from ..upstream import (
@@ -64,6 +65,18 @@ from .stateless import stateless_request
 from .streaming import StreamedTurns
 
 logger = logging.getLogger(__name__)
+
+
+def turn_metadata(user: str | None) -> dict[str, Any]:
+    """What a stored turn records of who made it: the end user the client named, the
+    request id (``x-request-id``) and the API key's id (``static:NAME`` or a managed key's)."""
+    metadata: dict[str, Any] = {"user": user} if user else {}
+    log = CURRENT_REQUEST.get()
+    if log is not None:
+        metadata["request_id"] = log.request_id
+        if log.key_id is not None:
+            metadata["key_id"] = log.key_id
+    return metadata
 
 
 class ResponsesService:
@@ -118,7 +131,13 @@ class ResponsesService:
         listed = self.config.models.get(candidate.model)
         pricing = listed.pricing if listed is not None else None
         return MeteredUpstream(
-            inner, self.metrics, route.provider_name, candidate.model, project, pricing
+            inner,
+            self.metrics,
+            route.provider_name,
+            candidate.model,
+            project,
+            route.deployment,
+            pricing,
         )
 
     def routed(self, model: str, project: str) -> Upstream:
@@ -242,7 +261,7 @@ class ResponsesService:
                         ResponseSnapshot,
                         {"output": [], "usage": None, "error": None, "incomplete_details": None},
                     ),
-                    "metadata": {"user": body.user} if body.user else {},
+                    "metadata": turn_metadata(body.user),
                     "instance_id": self.instance_id,
                 },
             )

@@ -8,6 +8,7 @@ from starlette.websockets import WebSocket
 from session import SessionError
 
 from ...errors import APIError
+from ...observability.request_log import CURRENT_REQUEST
 from ..auth import Authenticator
 from ..errors import error_response, from_session_error
 
@@ -48,6 +49,9 @@ class APIKeyMiddleware:
         state = scope.setdefault("state", {})
         state["project"] = caller.project
         state["caller"] = caller  # a WebSocket takes a request from its limit per response
+        log = CURRENT_REQUEST.get()
+        if log is not None:  # the key that made a turn is stored with it
+            log.key_id = caller.key_id
         await self.app(scope, receive, send)
 
 

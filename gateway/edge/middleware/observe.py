@@ -48,7 +48,10 @@ class ObserveMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message = {**message, "headers": [*message.get("headers", ()), id_header]}
+                headers = [*message.get("headers", ()), id_header]
+                if log.upstream is not None:
+                    headers.append((b"x-gateway-upstream", log.upstream.encode()))
+                message = {**message, "headers": headers}
             await send(message)
 
         try:
