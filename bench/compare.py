@@ -13,6 +13,10 @@ Loads: fresh non-streamed turns at 8 connections and at 1; streamed turns at 8; 
 continuing a 50-turn chain (every request branches from the same tip) at 8. Then, per
 gateway store: the latency added at 1 connection, the time to first byte of a stream
 over direct, and a 10-turn against a 10,000-turn chain continued at 1 connection.
+
+The gateway on SQLite runs twice: with durable commits (``synchronous: full``, the
+default) and with ``synchronous: normal``. The report's first line gives the disk's sync
+latency, and a second table the syncs each target makes per turn (see :mod:`bench.syncs`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import httpx
 
 from .load import Result, first_byte_ms, free_port, rss_kib, running, wrk
 from .storage import seed, seeded_messages, throwaway_schema
+from .syncs import sync_counts, sync_latency_ms
 
 FRESH = {"model": "m", "input": "hello there"}
 DIRECT = {"model": "m", "messages": [{"role": "user", "content": "hello there"}]}
@@ -69,9 +74,16 @@ def find_godex(given: str | None) -> str | None:
 
 
 def gateway_config(
-    folder: Path, port: int, upstream: str, backend: str, dsn: str | None, workers: int = 1
+    folder: Path,
+    port: int,
+    upstream: str,
+    backend: str,
+    dsn: str | None,
+    workers: int = 1,
+    synchronous: str = "full",
 ) -> Path:
-    session: dict[str, Any] = {"backend": backend, "sqlite": {"path": str(folder / f"{port}.db")}}
+    sqlite = {"path": str(folder / f"{port}.db"), "synchronous": synchronous}
+    session: dict[str, Any] = {"backend": backend, "sqlite": sqlite}
     if dsn:
         session["postgres"] = {"dsn": dsn}
     config = {
@@ -132,7 +144,7 @@ def run(
         folder = Path(tmp)
         upstream_port = free_port()
         upstream = f"http://127.0.0.1:{upstream_port}"
-        stack.enter_context(
+        upstream_pid = stack.enter_context(
             running(
                 [
                     python,
@@ -174,6 +186,13 @@ def run(
                 )
             )
             targets[f"gateway ({backend})"] = (base, pid)
+            if backend == "sqlite":
+                port = free_port()
+                config = gateway_config(folder, port, upstream, backend, None, synchronous="normal")
+                base = f"http://127.0.0.1:{port}"
+                command = [python, "-m", "gateway", "serve", "--config", str(config)]
+                pid = stack.enter_context(running(command, f"{base}/healthz"))
+                targets["gateway (sqlite, synchronous: normal)"] = (base, pid)
         if workers > 1:
             port = free_port()
             config = gateway_config(folder, port, upstream, "sqlite", None, workers)
@@ -295,9 +314,18 @@ def run(
                 "- GodeX not found: npm install @ahoo-wang/godex-linux-x64@1.2.0 "
                 "(then --godex node_modules/.bin/godex)"
             )
+        notes += sync_counts(
+            {"direct upstream": (f"{upstream}/v1/chat/completions", upstream_pid), **targets},
+            {"direct upstream": DIRECT, **dict.fromkeys(targets, FRESH)},
+            seconds,
+            folder,
+            dsn if "gateway (postgres)" in targets else None,
+        )
         setting = f"{seconds:g} s per load, wrk -t1, {os.cpu_count()} cores"
         if rounds > 1:
             setting += f", medians of {rounds} rounds"
+        p50, p99 = sync_latency_ms(folder)
+        setting += f"; this disk's 4 KiB write + fdatasync: p50 {p50:.2f} ms, p99 {p99:.2f} ms"
         return "\n".join([setting, *lines, *notes])
 
 

@@ -19,6 +19,7 @@ class StaticKey(BaseModel):
     project: ProjectName
     name: str | None = None
     requests_per_minute: int | None = Field(default=None, ge=1)
+    budget_usd: float | None = Field(default=None, gt=0)  # per calendar month (UTC)
 
 
 class AuthSettings(BaseModel):

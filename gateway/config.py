@@ -31,6 +31,8 @@ from .config_sections import (
     CodexModelSettings,
     CompactionSettings,
     Effort,
+    McpServerSettings,
+    McpSettings,
     ModelRoute,
     ProviderSettings,
     Route,
@@ -52,6 +54,8 @@ __all__ = [
     "ConfigError",
     "Effort",
     "GatewayConfig",
+    "McpServerSettings",
+    "McpSettings",
     "ModelRoute",
     "ProviderSettings",
     "Route",
@@ -102,6 +106,7 @@ class GatewayConfig(BaseModel):
     models: dict[str, ModelRoute] = Field(default_factory=dict)
     default_provider: str | None = None
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     _routes: dict[str, list[Route]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")

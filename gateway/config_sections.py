@@ -122,6 +122,14 @@ class ProviderSettings(_Section):
     # ``wire_api: anthropic`` only: the Messages API's version and beta headers.
     anthropic_version: str = "2023-06-01"
     anthropic_beta: str | None = None
+    # Who runs ``mcp`` tools: the gateway, or the upstream (a Responses provider that can).
+    mcp: Literal["gateway", "upstream"] | None = None
+
+    def mcp_runner(self) -> Literal["gateway", "upstream"]:
+        """``mcp``, by default ``upstream`` for a Responses provider and ``gateway`` else."""
+        if self.mcp is not None:
+            return self.mcp
+        return "upstream" if self.wire_api == "responses" else "gateway"
 
     @field_validator("base_url")
     @classmethod
@@ -260,6 +268,35 @@ class Route(BaseModel):
     def deployment(self) -> str:
         """The deployment's name: ``provider/upstream_model``."""
         return f"{self.provider_name}/{self.upstream_model}"
+
+
+class McpServerSettings(_Section):
+    """An MCP server the operator names: clients use it by ``server_label`` alone."""
+
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    description: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        if (problem := url_problem(url)) is not None:
+            raise ValueError(problem.replace("api.deepseek.com/v1", "mcp.example.com/mcp"))
+        return url
+
+
+class McpSettings(_Section):
+    """The ``mcp`` tools the gateway runs itself: which servers, and its time limits.
+
+    ``allowed_servers`` unset lets clients name any public server; set, only URLs that
+    start with one of its entries (which may then be private addresses).
+    """
+
+    allowed_servers: list[str] | None = None
+    servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    connect_timeout_seconds: float = Field(default=10.0, gt=0)
+    call_timeout_seconds: float = Field(default=60.0, gt=0)
+    max_turn_seconds: float = Field(default=600.0, gt=0)
 
 
 class CompactionSettings(_Section):

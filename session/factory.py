@@ -21,6 +21,9 @@ class SQLiteSettings(BaseModel):
 
     path: str = "./data/sessions.db"
     busy_timeout_ms: int = Field(default=5000, ge=0)
+    # full: a turn is answered once its commit is on the disk (survives a power loss);
+    # normal: once it is in the OS (survives a crash of the gateway, not of the machine).
+    synchronous: Literal["full", "normal"] = "full"
 
 
 class PostgresSettings(BaseModel):
@@ -93,4 +96,5 @@ def build_store(settings: SessionSettings) -> SessionStore:
         max_depth=settings.max_chain_depth,
         busy_timeout_ms=settings.sqlite.busy_timeout_ms,
         cache_turns=settings.cache_turns,
+        synchronous=settings.sqlite.synchronous,
     )

@@ -25,6 +25,7 @@ class ApiKey(BaseModel):
     created_at: float = Field(default_factory=time.time)
     revoked_at: float | None = None
     requests_per_minute: int | None = Field(default=None, ge=1)
+    budget_usd: float | None = Field(default=None, gt=0)  # per calendar month (UTC)
 
 
 def hash_secret(secret: str) -> str:
@@ -33,7 +34,11 @@ def hash_secret(secret: str) -> str:
 
 
 def new_key(
-    project: str, *, name: str | None = None, requests_per_minute: int | None = None
+    project: str,
+    *,
+    name: str | None = None,
+    requests_per_minute: int | None = None,
+    budget_usd: float | None = None,
 ) -> tuple[ApiKey, str]:
     """A fresh key and its secret; the secret exists only in what this returns."""
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
@@ -43,14 +48,15 @@ def new_key(
         name=name,
         secret_hash=hash_secret(secret),
         requests_per_minute=requests_per_minute,
+        budget_usd=budget_usd,
     )
     return key, secret
 
 
 def key_from_row(row: tuple[object, ...]) -> ApiKey:
-    """A key from ``id, project, name, secret_hash, created_at, revoked_at, rpm``."""
+    """A key from :data:`KEY_COLUMNS`."""
     names = ApiKey.model_fields
     return ApiKey.model_validate(dict(zip(names, row, strict=True)))
 
 
-KEY_COLUMNS = "id, project, name, secret_hash, created_at, revoked_at, requests_per_minute"
+KEY_COLUMNS = ", ".join(ApiKey.model_fields)

@@ -11,6 +11,7 @@ from typing import TypeVar
 import orjson
 
 from .agent_store import AgentStore, CursorKey, MemoryRunner
+from .browse import TurnQuery, UsageSample, newest_first, sample_of
 from .chain import DEFAULT_MAX_DEPTH
 from .conversations import Conversation, StoredConversation, fresh_items
 from .errors import ConversationNotFound, ItemNotFound, KeyNotFound, ResponseNotFound
@@ -18,6 +19,7 @@ from .keys import ApiKey
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse, normalise_input
 from .paging import Order, page_items
 from .policy import check_save
+from .shared import InProcessLimits
 from .sqlite.schema import migrate
 from .turn_cache import TurnCache, resolve_cached
 from .usage import Pruned, UsageRecord, UsageRow, usage_of
@@ -69,7 +71,7 @@ class _ConversationState:
         return batch
 
 
-class MemoryStore:
+class MemoryStore(InProcessLimits):
     """Keeps records serialised, so callers mutating what they saved or read change nothing.
 
     Chains are resolved as the other backends do: through a cache of decoded turns (its
@@ -79,6 +81,7 @@ class MemoryStore:
     """
 
     def __init__(self, *, max_depth: int = DEFAULT_MAX_DEPTH, cache_turns: int = 20_000) -> None:
+        super().__init__()
         self._max_depth = max_depth
         self._cache = TurnCache(cache_turns)
         self._deletions = 0  # the deletion generation
@@ -300,6 +303,48 @@ class MemoryStore:
 
     async def record_usage(self, record: UsageRecord) -> None:
         self._ledger.append(record)
+
+    # -- looking into stored turns ------------------------------------------------------
+
+    async def ancestors(self, project: str, response_id: str, limit: int) -> list[StoredResponse]:
+        records = self._project(project)
+        found: list[StoredResponse] = []
+        current: str | None = response_id
+        while current is not None and current in records and len(found) < limit:
+            found.append(records[current])
+            current = found[-1].previous_response_id
+        return found
+
+    async def children(self, project: str, response_id: str, limit: int) -> list[StoredResponse]:
+        records = self._responses.get(project, {})
+        found = [
+            self._project(project)[child]
+            for child, record in records.items()
+            if orjson.loads(record)["previous_response_id"] == response_id
+        ]
+        return sorted(found, key=lambda record: (record.created_at, record.id))[:limit]
+
+    async def find_responses(self, query: TurnQuery, limit: int) -> list[StoredResponse]:
+        projects = self._responses if query.project is None else [query.project]
+        every = (record for name in projects for record in self._project(name).values())
+        return newest_first(every, query, limit)
+
+    async def usage_samples(
+        self, project: str | None, since: float, until: float
+    ) -> list[UsageSample]:
+        projects = self._responses if project is None else [project]
+        samples = [
+            sample_of(record)
+            for name in projects
+            for record in self._project(name).values()
+            if since <= record.created_at < until
+        ]
+        samples.extend(
+            UsageSample(e.created_at, e.project, e.model, None, None, None, e.tokens, 0.0, False)
+            for e in self._ledger
+            if since <= e.created_at < until and project in (None, e.project)
+        )
+        return samples
 
     async def append_events(
         self, project: str, response_id: str, events: list[tuple[int, str]]

@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Protocol
 
 from .agent_store import AgentStore
+from .browse import TurnQuery, UsageSample
 from .conversations import Conversation, StoredConversation
 from .keys import ApiKey
 from .models import Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order
+from .shared import SharedLimits
 from .usage import Pruned, UsageRecord, UsageRow
 
 
@@ -231,9 +233,45 @@ class Records(Protocol):
         ...
 
 
-class SessionStore(Turns, Conversations, Upkeep, Usage, StreamEvents, Keys, Records, Protocol):
+class Browse(Protocol):
+    """What the console reads of stored turns: chains a page at a time, branches, recent
+    turns by filter, and the samples usage totals over time are made of."""
+
+    async def ancestors(self, project: str, response_id: str, limit: int) -> list[StoredResponse]:
+        """``response_id`` and up to ``limit - 1`` of its ancestors, newest first (empty if
+        it is absent); the next page starts at the last one's ``previous_response_id``."""
+        ...
+
+    async def children(self, project: str, response_id: str, limit: int) -> list[StoredResponse]:
+        """Up to ``limit`` turns whose ``previous_response_id`` is ``response_id``, oldest
+        first."""
+        ...
+
+    async def find_responses(self, query: TurnQuery, limit: int) -> list[StoredResponse]:
+        """Up to ``limit`` turns that pass ``query``, newest first (ties: id descending)."""
+        ...
+
+    async def usage_samples(
+        self, project: str | None, since: float, until: float
+    ) -> list[UsageSample]:
+        """What usage totals read of each turn and ledger entry created in ``[since, until)``."""
+        ...
+
+
+class SessionStore(
+    Turns,
+    Conversations,
+    Upkeep,
+    Usage,
+    StreamEvents,
+    Keys,
+    Records,
+    Browse,
+    SharedLimits,
+    Protocol,
+):
     """Everything a session backend keeps: turns, conversations, stream events, usage, keys,
-    shared secrets and the agent Store, and every record whole."""
+    shared secrets and limits and the agent Store, and every record whole."""
 
     def agent(self, project: str = "default") -> AgentStore:
         """The agent Store (conversations and messages for agent frameworks) of ``project``."""

@@ -35,17 +35,30 @@ class UsageRow:
     cached_tokens: int
     reasoning_tokens: int
     cost_usd: float = 0.0  # of the turns to priced models (``models.NAME.pricing``)
+    key: str = "-"  # the API key that made the turns (``-``: none, or not recorded)
 
 
 def usage_row(
-    project: str, model: str, *counts: float | None, cost: float | None = 0.0
+    project: str,
+    model: str,
+    *counts: float | None,
+    cost: float | None = 0.0,
+    key: str | None = None,
 ) -> UsageRow:
-    """A row from the columns ``responses, input, output, cached, reasoning`` (NULL → 0)
-    and the turns' cost."""
+    """A row from the columns ``responses, input, output, cached, reasoning`` (NULL → 0),
+    the turns' cost and their key."""
     responses, input_tokens, output_tokens, cached, reasoning = (int(c or 0) for c in counts)
     spent = round(float(cost or 0.0), 9)
     return UsageRow(
-        project, model, responses, input_tokens, output_tokens, cached, reasoning, spent
+        project,
+        model,
+        responses,
+        input_tokens,
+        output_tokens,
+        cached,
+        reasoning,
+        spent,
+        key or "-",
     )
 
 
@@ -76,11 +89,12 @@ class UsageRecord:
 
 
 def usage_of(records: Iterable[StoredResponse], kept: Iterable[UsageRecord] = ()) -> list[UsageRow]:
-    """Totals by project and model, for a store that holds its records in memory."""
-    totals: dict[tuple[str, str], list[int]] = {}
-    costs: dict[tuple[str, str], float] = {}
+    """Totals by project, model and key, for a store that holds its records in memory."""
+    totals: dict[tuple[str, str, str], list[int]] = {}
+    costs: dict[tuple[str, str, str], float] = {}
     for record in records:
-        key = (record.project, record.request.model)
+        key_id = record.metadata.get("key_id")
+        key = (record.project, record.request.model, key_id if isinstance(key_id, str) else "-")
         counts = totals.setdefault(key, [0] * 5)
         counts[0] += 1
         for index, count in enumerate(token_counts(record.response.usage), start=1):
@@ -88,10 +102,10 @@ def usage_of(records: Iterable[StoredResponse], kept: Iterable[UsageRecord] = ()
         cost = record.metadata.get("cost_usd")
         costs[key] = costs.get(key, 0.0) + (cost if isinstance(cost, int | float) else 0.0)
     for entry in kept:
-        counts = totals.setdefault((entry.project, entry.model), [0] * 5)
+        counts = totals.setdefault((entry.project, entry.model, "-"), [0] * 5)
         for index, count in enumerate(entry.tokens, start=1):
             counts[index] += count
     return [
-        usage_row(project, model, *counts, cost=costs.get((project, model)))
-        for (project, model), counts in sorted(totals.items())
+        usage_row(project, model, *counts, cost=costs.get((project, model, key)), key=key)
+        for (project, model, key), counts in sorted(totals.items())
     ]

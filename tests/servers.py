@@ -12,7 +12,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -68,9 +68,11 @@ WORKERS_STARTED = "Application startup complete"
 
 
 def start_instance(
-    config: Path, *, max_open_files: int | None = None
+    config: Path, *, max_open_files: int | None = None, prefix: Sequence[str] = ()
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``gateway serve`` in a process of its own; its log is beside ``config``.
+
+    ``prefix`` is a command that runs the gateway's (a tracer, say).
 
     A single process is started with ``--port 0`` and its port read from its log. Of the
     socket ``server.workers`` processes share, uvicorn logs nothing: they are given a port
@@ -79,7 +81,7 @@ def start_instance(
     shared = load_config(config).server.workers > 1
     for _ in range(5 if shared else 1):
         asked = free_port() if shared else 0
-        process, log = _launch(config, asked, max_open_files)
+        process, log = _launch(config, asked, max_open_files, prefix)
         port = _bound_port(process, log, asked)
         if port is not None:
             url = f"http://127.0.0.1:{port}"
@@ -100,13 +102,13 @@ def free_port() -> int:
 
 
 def _launch(
-    config: Path, port: int, max_open_files: int | None
+    config: Path, port: int, max_open_files: int | None, prefix: Sequence[str] = ()
 ) -> tuple[subprocess.Popen[bytes], Path]:
     def limit_files() -> None:
         if max_open_files is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (max_open_files, max_open_files))
 
-    command = [sys.executable, "-m", "gateway", "serve", "--config", str(config)]
+    command = [*prefix, sys.executable, "-m", "gateway", "serve", "--config", str(config)]
     command += ["--port", str(port)]
     handle, name = tempfile.mkstemp(prefix="gateway-", suffix=".log", dir=config.parent)
     with open(handle, "wb") as output:

@@ -211,7 +211,7 @@ async def test_a_revocation_is_seen_once_the_cache_expires() -> None:
     key, secret = new_key("p")
     await store.create_key(key)
     clock = Clock()
-    authenticator = Authenticator(AuthSettings(mode="keys", cache_seconds=5), store, clock)
+    authenticator = Authenticator(AuthSettings(mode="keys", cache_seconds=5), store, store, clock)
     header = f"Bearer {secret}"
     assert (await authenticator.authenticate(header)).project == "p"
     await store.revoke_key(key.id)

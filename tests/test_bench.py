@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from bench import compare, storage, stream_length
+from bench.syncs import strace_unusable
 
 from .adapter_targets import POSTGRES_DSN_VARIABLE
 
@@ -33,6 +34,19 @@ def test_the_side_by_side_benchmark_runs() -> None:
     assert all("errors" not in row for row in rows), report
     assert "depth 10,000" in report
     assert report.startswith("1 s per load") and "medians of 2 rounds" in report.splitlines()[0]
+    assert "write + fdatasync: p50" in report.splitlines()[0]
+    assert "gateway (sqlite, synchronous: normal)" in report.splitlines()[1]
+    if strace_unusable() is None:
+        counts = {
+            cells[1]: float(cells[4])
+            for line in report.splitlines()
+            if len(cells := [c.strip() for c in line.split("|")]) == 6 and "≈" in cells[2]
+        }
+        assert counts["direct upstream"] == 0
+        assert counts["gateway (sqlite)"] > 0  # durable commits sync
+        assert counts["gateway (memory)"] == 0
+    else:
+        assert "Syncs per turn not counted" in report
 
 
 def test_the_stream_length_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:

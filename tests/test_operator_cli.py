@@ -69,10 +69,11 @@ def test_usage_and_prune_report_what_the_store_holds(tmp_path: Path) -> None:
     assert usage.returncode == 0, usage.stderr
     header, row = usage.stdout.splitlines()
     assert header.split() == [
-        "PROJECT", "MODEL", "RESPONSES", "INPUT", "OUTPUT", "CACHED", "REASONING", "COST_USD"
+        "PROJECT", "KEY", "MODEL", "RESPONSES", "INPUT", "OUTPUT", "CACHED", "REASONING",
+        "COST_USD",
     ]  # fmt: skip
-    assert row.split()[:3] == ["default", "echo", "2"]
-    assert int(row.split()[3]) > 0
+    assert row.split()[:4] == ["default", "-", "echo", "2"]
+    assert int(row.split()[4]) > 0
     assert len(gateway("usage", "--project", "nobody", "--config", config).stdout.splitlines()) == 1
 
     with closing(sqlite3.connect(tmp_path / "s.db")) as conn, conn:

@@ -216,7 +216,12 @@ def test_a_priced_turn_records_its_cost(routed: Gateway) -> None:
     response = routed.client().responses.create(model="priced", input="hi")
     # The fake's usage: 11 input tokens (3 of them cached) and 7 output tokens.
     expected = (8 * 1.0 + 3 * 0.5 + 7 * 2.0) / 1_000_000
-    assert stored_metadata(routed, response.id)["cost_usd"] == pytest.approx(expected)
+    metadata = stored_metadata(routed, response.id)
+    assert metadata["cost_usd"] == pytest.approx(expected)
+    # A model with one deployment records it too, and who asked.
+    assert metadata["route"] == {"answered_by": "east/model-priced", "key": None, "attempts": []}
+    assert metadata["request_id"] and "key_id" not in metadata  # no keys here
+    assert 0 <= metadata["time_to_first_token_seconds"] < 60
     metrics = httpx.get(f"{routed.url}/metrics").text
     line = next(x for x in metrics.splitlines() if x.startswith("gateway_cost_usd_total{"))
     assert 'model="priced"' in line and float(line.split()[-1]) == pytest.approx(expected)

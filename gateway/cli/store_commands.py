@@ -48,6 +48,9 @@ def add_commands(commands: Any, config_help: str) -> None:
     create.add_argument("--project", required=True, type=_project)
     create.add_argument("--name")
     create.add_argument("--requests-per-minute", type=int, metavar="N")
+    create.add_argument(
+        "--budget-usd", type=float, metavar="N", help="spend per calendar month (UTC)"
+    )
     listing = actions.add_parser("list", help="list keys (never their secrets)")
     listing.add_argument("--project", type=_project)
     revoke = actions.add_parser("revoke", help="revoke a key on every instance")
@@ -104,8 +107,13 @@ async def _keys(args: argparse.Namespace, store: SessionStore) -> None:
     if args.action == "create":
         if args.requests_per_minute is not None and args.requests_per_minute < 1:
             raise SystemExit("gateway: --requests-per-minute must be at least 1")
+        if args.budget_usd is not None and not args.budget_usd > 0:
+            raise SystemExit("gateway: --budget-usd must be more than 0")
         key, secret = new_key(
-            args.project, name=args.name, requests_per_minute=args.requests_per_minute
+            args.project,
+            name=args.name,
+            requests_per_minute=args.requests_per_minute,
+            budget_usd=args.budget_usd,
         )
         await store.create_key(key)
         print(secret)
@@ -123,10 +131,12 @@ async def _keys(args: argparse.Namespace, store: SessionStore) -> None:
                 _when(key.created_at),
                 "active" if key.revoked_at is None else f"revoked {_when(key.revoked_at)}",
                 key.requests_per_minute,
+                key.budget_usd,
             )
             for key in keys
         ]
-        print(_table(("ID", "PROJECT", "NAME", "CREATED", "STATUS", "RPM"), rows))
+        header = ("ID", "PROJECT", "NAME", "CREATED", "STATUS", "RPM", "BUDGET_USD")
+        print(_table(header, rows))
     else:
         key = await store.revoke_key(args.key_id)
         print(f"revoked {key.id} (project {key.project}) at {_when(key.revoked_at or 0)}")
@@ -224,6 +234,7 @@ async def _run(args: argparse.Namespace, config: GatewayConfig, stream: BinaryIO
                 _table(
                     (
                         "PROJECT",
+                        "KEY",
                         "MODEL",
                         "RESPONSES",
                         "INPUT",
@@ -232,7 +243,10 @@ async def _run(args: argparse.Namespace, config: GatewayConfig, stream: BinaryIO
                         "REASONING",
                         "COST_USD",
                     ),
-                    [(*astuple(row)[:-1], f"{row.cost_usd:.6f}") for row in rows],
+                    [
+                        (row.project, row.key, *astuple(row)[1:7], f"{row.cost_usd:.6f}")
+                        for row in rows
+                    ],
                 )
             )
         return 0

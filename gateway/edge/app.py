@@ -17,6 +17,8 @@ from starlette.routing import WebSocketRoute
 
 from session import SessionError, SessionStore, build_store
 from session.agent_store import StoreError
+from session.redis_shared import RedisSharedLimits
+from session.shared import SharedLimits
 
 from ..config import GatewayConfig
 from ..errors import APIError, server_error
@@ -27,6 +29,7 @@ from ..turn.service import ResponsesService
 from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
 from ..upstream import ProviderClient, UnsupportedInput, UpstreamError
 from .auth import Authenticator
+from .console_access import ConsoleHeadersMiddleware
 from .errors import error_response, from_session_error, from_upstream_error
 from .middleware import (
     AllowedHostsMiddleware,
@@ -35,7 +38,7 @@ from .middleware import (
     JSONOnlyMiddleware,
     ObserveMiddleware,
 )
-from .routes import agent_store, conversations, meta, responses, websocket
+from .routes import agent_store, console, conversations, meta, responses, websocket
 
 logger = logging.getLogger("gateway")
 
@@ -87,6 +90,20 @@ async def _ended(tasks: list[asyncio.Task[None]]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
+@asynccontextmanager
+async def shared_limits(config: GatewayConfig, store: SessionStore) -> AsyncIterator[SharedLimits]:
+    """Where instances share rate limits, spend and cooldowns: Redis when
+    ``routing.redis_url`` is set, else the session store itself."""
+    if config.routing.redis_url is None:
+        yield store
+        return
+    redis = RedisSharedLimits(config.routing.redis_url)
+    try:
+        yield redis
+    finally:
+        await redis.close()
+
+
 def create_app(
     config: GatewayConfig,
     *,
@@ -113,9 +130,12 @@ def create_app(
             secret = config.compaction.secret or await measured_store.shared_secret(
                 "compaction", secrets.token_urlsafe(32)
             )
-            service = ResponsesService(measured_store, config, clients, metrics, Sealer(secret))
+            shared = await stack.enter_async_context(shared_limits(config, measured_store))
+            service = ResponsesService(
+                measured_store, config, clients, metrics, Sealer(secret), shared
+            )
             app.state.service = service
-            app.state.authenticator = Authenticator(config.auth, measured_store)
+            app.state.authenticator = Authenticator(config.auth, measured_store, shared)
             stop_upkeep = asyncio.Event()
             upkeep = [
                 asyncio.create_task(
@@ -161,12 +181,14 @@ def create_app(
         *conversations.routes,
         *agent_store.routes,
         *meta.routes,
+        *console.routes,
     ]
     app = Starlette(
         routes=routes,
         lifespan=lifespan,
         middleware=[
             Middleware(ObserveMiddleware, metrics=metrics, routes=routes),
+            Middleware(ConsoleHeadersMiddleware),
             Middleware(AllowedHostsMiddleware, allowed=config.server.hosts_allowed()),
             Middleware(AllowedOriginsMiddleware, allowed=config.server.allowed_origins),
             *([Middleware(APIKeyMiddleware)] if config.auth.mode == "keys" else []),

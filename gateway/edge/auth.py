@@ -1,8 +1,10 @@
-"""Who is calling: API keys to projects, and each key's request rate.
+"""Who is calling: API keys to projects, each key's request rate and monthly budget.
 
 Static keys come from ``auth.keys``; managed keys from the session store, looked up by the
 SHA-256 of the secret and remembered for ``auth.cache_seconds`` (so a revocation reaches
-every instance within that time).
+every instance within that time). A key's ``requests_per_minute`` is a token bucket every
+instance shares (:mod:`session.shared`): with several instances it still lets through at
+most that many requests a minute.
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from session import Keys, hash_secret
+from session.shared import SharedLimits
 
 from ..auth_settings import AuthSettings
 from ..errors import APIError
+from ..turn.spending import Spending
 
 MAX_CACHED_KEYS = 10_000
 
@@ -29,6 +33,7 @@ class Caller:
     project: str
     key_id: str
     requests_per_minute: int | None = None
+    budget_usd: float | None = None
 
 
 def unauthorized(message: str) -> APIError:
@@ -71,18 +76,29 @@ class Authenticator:
         self,
         settings: AuthSettings,
         store: Keys,
+        shared: SharedLimits,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
+        self._shared = shared
+        self._spending = Spending(shared, wall_clock)
         self._clock = clock
+        self._wall_clock = wall_clock
         self._ttl = settings.cache_seconds
         self._static = [
-            (hash_secret(entry.key), Caller(entry.project, f"static:{entry.name or n}", rpm))
+            (
+                hash_secret(entry.key),
+                Caller(
+                    entry.project,
+                    f"static:{entry.name or n}",
+                    entry.requests_per_minute,
+                    entry.budget_usd,
+                ),
+            )
             for n, entry in enumerate(settings.keys)
-            for rpm in [entry.requests_per_minute]
         ]
         self._cache: OrderedDict[str, tuple[float, Caller | None]] = OrderedDict()
-        self._limiter = RateLimiter(clock)
 
     def _static_caller(self, digest: str) -> Caller | None:
         found = None
@@ -103,7 +119,7 @@ class Authenticator:
             and key.revoked_at is None
             and hmac.compare_digest(key.secret_hash, digest)
         ):
-            caller = Caller(key.project, key.id, key.requests_per_minute)
+            caller = Caller(key.project, key.id, key.requests_per_minute, key.budget_usd)
         self._cache[digest] = (now + self._ttl, caller)
         self._cache.move_to_end(digest)
         while len(self._cache) > MAX_CACHED_KEYS:
@@ -123,38 +139,25 @@ class Authenticator:
     async def admit(self, authorization: str | None) -> Caller:
         """:meth:`authenticate`, then take one request from the key's rate limit."""
         caller = await self.authenticate(authorization)
-        self._limiter.acquire(caller)
+        await self.acquire(caller)
         return caller
 
-    def acquire(self, caller: Caller) -> None:
-        """Take one more request from the caller's rate limit (a 429 past it)."""
-        self._limiter.acquire(caller)
-
-
-class RateLimiter:
-    """A token bucket per key: ``requests_per_minute`` a minute, bursts up to that many."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self._clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}  # key id -> (tokens, at)
-
-    def acquire(self, caller: Caller) -> None:
-        """Take one request from the caller's bucket or raise a 429 :class:`APIError`."""
+    async def acquire(self, caller: Caller) -> None:
+        """Take one more request from the caller's rate limit (a 429 past it, or past its
+        monthly budget)."""
+        await self._spending.check(caller.key_id, caller.budget_usd)
         limit = caller.requests_per_minute
         if limit is None:
             return
-        now = self._clock()
-        tokens, at = self._buckets.get(caller.key_id, (float(limit), now))
-        tokens = min(float(limit), tokens + (now - at) * limit / 60.0)
-        if tokens < 1.0:
-            self._buckets[caller.key_id] = (tokens, now)
-            wait = math.ceil((1.0 - tokens) * 60.0 / limit)
+        now = self._wall_clock()
+        wait = await self._shared.take_request(f"key:{caller.key_id}", limit, now)
+        if wait > 0:
+            seconds = max(1, math.ceil(wait))
             raise APIError(
                 429,
                 f"Rate limit reached for this API key: {limit} requests per minute. "
-                f"Try again in {wait} s.",
+                f"Try again in {seconds} s.",
                 type="requests",
                 code="rate_limit_exceeded",
-                headers={"retry-after": str(wait)},
+                headers={"retry-after": str(seconds)},
             )
-        self._buckets[caller.key_id] = (tokens - 1.0, now)

@@ -41,8 +41,10 @@ class WatchedStream:
         project: str,
         start: float,
         pricing: Pricing | None = None,
+        route: Item | None = None,
     ) -> None:
         self._events = events
+        self._route = route
         self._pricing = pricing
         self._metrics = metrics
         self._labels = labels
@@ -50,6 +52,7 @@ class WatchedStream:
         self._project = project
         self._start = start
         self._first = True
+        self._first_at: float | None = None
 
     def __aiter__(self) -> WatchedStream:
         return self
@@ -60,6 +63,7 @@ class WatchedStream:
             self._finished(event)
         elif self._first and event["type"].endswith(".delta"):
             self._first = False
+            self._first_at = time.time()
             self._metrics.upstream_ttft_seconds.labels(*self._labels).observe(
                 time.perf_counter() - self._start
             )
@@ -70,6 +74,7 @@ class WatchedStream:
         elapsed = time.perf_counter() - self._start
         if self._first:
             metrics.upstream_ttft_seconds.labels(*labels).observe(elapsed)
+        result.first_token_at = self._first_at or time.time()
         metrics.upstream_seconds.labels(*labels).observe(elapsed)
         if result.status == "failed":
             metrics.upstream_errors.labels(*labels, "failed_answer").inc()
@@ -78,6 +83,8 @@ class WatchedStream:
             result.cost_usd = self._pricing.cost(result.usage)
             metrics.cost_usd.labels(self._project, labels[1]).inc(result.cost_usd)
         note_turn(self._project, self._model, result.usage, elapsed)
+        if result.route is None:  # a routed turn's routing records its every attempt
+            result.route = self._route
 
 
 @asynccontextmanager
@@ -92,6 +99,7 @@ async def watched(
     project: str,
     deployment: str,
     pricing: Pricing | None = None,
+    key: str | None = None,
 ) -> AsyncIterator[UpstreamStream]:
     """``upstream.open(...)``, with its events and failures observed (and priced)."""
     labels = (provider, metrics.model_label(model))
@@ -99,7 +107,8 @@ async def watched(
     try:
         async with upstream.open(request, stream=stream) as events:
             note_upstream(deployment)
-            yield WatchedStream(events, metrics, labels, model, project, start, pricing)
+            route: Item = {"answered_by": deployment, "key": key, "attempts": []}
+            yield WatchedStream(events, metrics, labels, model, project, start, pricing, route)
     except UpstreamError as error:
         if isinstance(error, UpstreamRejected):  # the provider answered, with an error
             note_upstream(deployment)
@@ -120,9 +129,11 @@ class MeteredUpstream:
         project: str,
         deployment: str,
         pricing: Pricing | None = None,
+        key: str | None = None,
     ) -> None:
         self._inner = inner
         self._deployment = deployment
+        self._key = key
         self._pricing = pricing
         self._metrics = metrics
         self._provider = provider
@@ -148,6 +159,7 @@ class MeteredUpstream:
             project=self._project,
             deployment=self._deployment,
             pricing=self._pricing,
+            key=self._key,
         )
 
     def _metered(self, call: Callable[[Item], Awaitable[T]]) -> Callable[[Item], Awaitable[T]]:

@@ -21,6 +21,7 @@ from session import SaveConflict, StoredResponse
 
 from ..api.request_body import CreateResponseBody
 from ..config import ProviderSettings
+from ..errors import APIError
 from ..upstream import TurnResult, UpstreamError
 from ..upstream.results import failed_result
 from .concurrency import CancellableTurns, FairSlots
@@ -113,7 +114,7 @@ class BackgroundTurns:
                         async for event in events:
                             if isinstance(event, TurnResult):
                                 result = event
-                except UpstreamError as error:
+                except (UpstreamError, APIError) as error:  # APIError: an MCP server's 424
                     result = failed_result(error.message)
             final = finished(turn.record, result or failed_result("No answer arrived."))
         except asyncio.CancelledError:

@@ -26,6 +26,7 @@ from session import (
 
 from ..api.request_body import CreateResponseBody
 from ..upstream import TurnResult, Upstream, UpstreamStream
+from .spending import Spending
 
 CONTINUABLE = frozenset({"completed", "incomplete"})
 UNFINISHED = frozenset({"queued", "in_progress"})
@@ -43,6 +44,7 @@ class Turn:
     provider: str
     history_count: int  # how many of ``upstream_request["input"]`` come before this turn's own
     truncation: bool  # ``truncation: "auto"``: the history may be cut to fit
+    spending: Spending | None = None  # counts what the turn cost its API key
 
 
 class TurnRunner(Protocol):
@@ -81,6 +83,9 @@ def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:
         metadata = {**metadata, "route": result.route}
     if result.cost_usd is not None:
         metadata = {**metadata, "cost_usd": result.cost_usd}
+    if result.first_token_at is not None:
+        waited = max(0.0, result.first_token_at - record.created_at)
+        metadata = {**metadata, "time_to_first_token_seconds": round(waited, 4)}
     return record.model_copy(
         update={
             "metadata": metadata,
@@ -117,3 +122,5 @@ async def save_finished(
         await store.save(record, overwrite=started, conversation_items=appended)
     elif appended is not None and record.conversation_id is not None:
         await store.append_items(record.project, record.conversation_id, appended)
+    if turn.spending is not None:
+        await turn.spending.record(record)

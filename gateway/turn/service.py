@@ -30,6 +30,7 @@ from session import (
     token_counts,
     trusted,
 )
+from session.shared import SharedLimits
 
 from ..api.request_body import CreateResponseBody, InputTokensBody
 from ..api.response_object import response_object
@@ -55,12 +56,14 @@ from ..upstream import (
 from ..upstream.base import Replay, UpstreamStream
 from ..upstream.cooldowns import Cooldowns
 from ..upstream.errors import CONTEXT_LENGTH_EXCEEDED, is_context_overflow
+from ..upstream.mcp import McpUpstream, has_mcp, holds_mcp, scrubbed
 from ..upstream.routing import Candidate, RoutedUpstream, plan
 from .background import BackgroundTurns
 from .concurrency import KeyedLocks
 from .context_requests import Context, compact, count_input_tokens
 from .events import StreamEvent
 from .lifecycle import UNFINISHED, Turn, finished, save_finished, with_status
+from .spending import Spending
 from .stateless import stateless_request
 from .streaming import StreamedTurns
 
@@ -89,8 +92,11 @@ class ResponsesService:
         clients: Mapping[str, ProviderClient],
         metrics: Metrics,
         sealer: Sealer,
+        shared: SharedLimits,
     ) -> None:
         self.store = store
+        self.shared = shared
+        self.spending = Spending(shared)
         self.config = config
         self.metrics = metrics
         self.sealer = sealer
@@ -101,7 +107,7 @@ class ResponsesService:
         # Stored on each turn this instance runs; its heartbeat shows it is still running.
         self.instance_id = new_id("gw")
         self.token_counter = TokenCounter()
-        self.cooldowns = Cooldowns(config.routing.cooldown)
+        self.cooldowns = Cooldowns(config.routing.cooldown, shared)
         self._rng = random.Random()
 
     def route(self, model: str) -> Route:
@@ -138,6 +144,7 @@ class ResponsesService:
             project,
             route.deployment,
             pricing,
+            candidate.key_name if candidate.key is not None else None,
         )
 
     def routed(self, model: str, project: str) -> Upstream:
@@ -149,7 +156,9 @@ class ResponsesService:
         larger = listed.context_window_fallbacks if listed is not None else []
         retries = self._retries(model).attempts
         if len(plans) == 1 and len(plans[0]) == 1 and retries in (None, 1) and not larger:
-            return self._attempt(plans[0][0], project)
+            only = plans[0][0]
+            if only.key is None or only.key.requests_per_minute is None:
+                return self._attempt(only, project)
         context_plans = [
             p for name in larger for p in plan(self.config, name, self.cooldowns, self._rng)[:1]
         ]
@@ -160,7 +169,16 @@ class ResponsesService:
             self.cooldowns,
             self._retries,
             self._observe_routing,
+            self._key_rate,
         )
+
+    async def _key_rate(self, candidate: Candidate) -> float:
+        """Take a call from the candidate key's shared bucket (see routing)."""
+        key = candidate.key
+        if key is None or key.requests_per_minute is None:
+            return 0.0
+        name = f"upstream:{candidate.key_name}"
+        return await self.shared.take_request(name, key.requests_per_minute, time.time())
 
     def _retries(self, model: str) -> RetrySettings:
         listed = self.config.models.get(model)
@@ -245,6 +263,8 @@ class ResponsesService:
             # The body is validated already: the records are built without validating again.
             fields = {key: getattr(body, key) for key in RequestSnapshot.model_fields}
             fields["input"] = normalise_input(body.input)
+            if has_mcp(fields.get("tools")):  # the headers sent to MCP servers: never stored
+                fields["tools"] = scrubbed(fields["tools"])
             snapshot = trusted(RequestSnapshot, fields)
             record = trusted(
                 StoredResponse,
@@ -273,7 +293,15 @@ class ResponsesService:
                     request, history_count, self.token_counter, route.context_window
                 )
                 request, history_count = shorter or (request, history_count)
+            await self.cooldowns.refresh()
             upstream = self.routed(body.model, project)
+            if route.provider.mcp_runner() == "gateway" and (
+                has_mcp(request.get("tools"))
+                or holds_mcp(request["input"], len(snapshot.input), types)
+            ):
+                mcp = McpUpstream(upstream, self.config.mcp, len(snapshot.input))
+                await mcp.check(request)  # its 400s before anything is stored
+                upstream = mcp
             if upstream.capabilities.compact is None:  # else it compacts by itself
                 upstream = await self._compacting(upstream, body, project, request, history_count)
             yield Turn(
@@ -285,6 +313,7 @@ class ResponsesService:
                 route.provider_name,
                 history_count,
                 truncation,
+                self.spending,
             )
 
     async def _compacting(

@@ -44,6 +44,7 @@ from .failures import (
     host_and_port,
     scrub,
 )
+from .rate_limits import retry_after
 from .translation_cache import EncodedInputs
 
 logger = logging.getLogger("gateway.upstream")
@@ -245,7 +246,7 @@ class ProviderClient:
             status=status,
             type=kind,
             code=code,
-            retry_after=response.headers.get("Retry-After"),
+            retry_after=retry_after(response.headers, status, time.time()),
         )
 
     def _too_large(self, path: str) -> UpstreamError:

@@ -5,12 +5,15 @@ last (the one whose cooldown ends first before the others), then the model's fal
 A call that fails before any output (a refused connection, a time-out, HTTP 429, 5xx or
 529, an error event before the first delta) is tried again on the next candidate after
 a backoff; after the first output delta nothing is tried again: the client sees one
-answer. A deployment or key that keeps failing cools down (:class:`Cooldowns`).
+answer. A deployment or key that keeps failing cools down (:class:`Cooldowns`). A key
+with ``requests_per_minute`` takes each call from a bucket every instance shares; a key
+whose bucket is empty is passed over as if it had answered 429, without a call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections import deque
@@ -150,6 +153,12 @@ class Attempt:
 
 
 Opener = Callable[[Candidate], Upstream]
+KeyRate = Callable[[Candidate], Awaitable[float]]
+"""Takes one call from a candidate key's shared bucket: 0.0, or the seconds to wait."""
+
+
+async def unlimited(candidate: Candidate) -> float:
+    return 0.0
 
 
 @dataclass
@@ -172,8 +181,10 @@ class RoutedUpstream:
         cooldowns: Cooldowns,
         retries: Callable[[str], RetrySettings],
         observe: Callable[[str, Candidate, str], None],
+        key_rate: KeyRate = unlimited,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        self._key_rate = key_rate
         self._plans = plans
         self._context_plans = context_plans  # for a request too long for ``plans``
         self._opener = opener
@@ -230,18 +241,19 @@ class RoutedUpstream:
             started = time.monotonic()
             stack = AsyncExitStack()
             try:
+                await self._take_key(candidate)
                 sent = {**request, "model": candidate.route.upstream_model}
                 upstream = self._opener(candidate)
                 events = await stack.enter_async_context(upstream.open(sent, stream=stream))
                 head = await _head(events)
             except (UpstreamError, FailedBeforeOutput) as failed:
                 await stack.aclose()
-                self._failed(candidate, failed, started)
+                await self._failed(candidate, failed, started)
                 if isinstance(failed, UpstreamError) and not retryable(failed):
                     return failed
                 error = failed
                 continue
-            self._answered(candidate, started)
+            await self._answered(candidate, started)
             return _Opened(stack, head, events)
         assert error is not None
         return error
@@ -255,7 +267,20 @@ class RoutedUpstream:
             return min(given, retry.max_wait_seconds)
         return random.uniform(0, min(BACKOFF_SECONDS * 2 ** (tries - 1), retry.max_wait_seconds))
 
-    def _failed(self, candidate: Candidate, error: Exception, started: float) -> None:
+    async def _take_key(self, candidate: Candidate) -> None:
+        """Take the call from the key's shared bucket, or fail as the provider would."""
+        wait = await self._key_rate(candidate)
+        if wait > 0:
+            raise UpstreamRejected(
+                candidate.route.provider_name,
+                f"The key {candidate.key_name} is at its requests_per_minute "
+                f"({candidate.key.requests_per_minute if candidate.key else '-'}).",
+                status=429,
+                code="rate_limit_exceeded",
+                retry_after=str(max(1, math.ceil(wait))),
+            )
+
+    async def _failed(self, candidate: Candidate, error: Exception, started: float) -> None:
         outcome = _outcome(error)
         self.attempts.append(
             Attempt(
@@ -267,8 +292,9 @@ class RoutedUpstream:
         name = candidate.key_name if _is_rate_limit(error) else candidate.route.deployment
         if self._cooldowns.failed(name, outcome, after):
             self._observe("cooldown", candidate, name)
+            await self._cooldowns.publish(name)
 
-    def _answered(self, candidate: Candidate, started: float) -> None:
+    async def _answered(self, candidate: Candidate, started: float) -> None:
         self.attempts.append(
             Attempt(
                 candidate.route.deployment,
@@ -277,8 +303,8 @@ class RoutedUpstream:
                 time.monotonic() - started,
             )
         )
-        self._cooldowns.succeeded(candidate.route.deployment)
-        self._cooldowns.succeeded(candidate.key_name)
+        await self._cooldowns.succeeded(candidate.route.deployment)
+        await self._cooldowns.succeeded(candidate.key_name)
         self._observe("answered", candidate, "")
 
     def route_item(self) -> Item:
@@ -286,6 +312,7 @@ class RoutedUpstream:
         answered = next((a for a in self.attempts if a.outcome == "answered"), None)
         return {
             "answered_by": answered.deployment if answered else None,
+            "key": answered.key if answered else None,
             "attempts": [attempt.as_item() for attempt in self.attempts],
         }
 

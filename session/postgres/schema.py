@@ -187,6 +187,26 @@ MIGRATIONS: list[str] = [
         created_at = floor(created_at * 1000) / 1000,
         updated_at = floor(updated_at * 1000) / 1000;
     """,
+    # The console lists a turn's children (its branches).
+    """
+    CREATE INDEX responses_children ON responses (project, previous_response_id)
+        WHERE previous_response_id IS NOT NULL;
+    """,
+    # Limits every instance shares; a managed key's monthly budget.
+    """
+    CREATE TABLE gateway_buckets (
+        name TEXT PRIMARY KEY,
+        tokens DOUBLE PRECISION NOT NULL,
+        updated_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE gateway_counters (name TEXT PRIMARY KEY, value DOUBLE PRECISION NOT NULL);
+    CREATE TABLE gateway_cooldowns (
+        name TEXT PRIMARY KEY,
+        ends_at DOUBLE PRECISION NOT NULL,
+        error TEXT NOT NULL
+    );
+    ALTER TABLE api_keys ADD COLUMN budget_usd DOUBLE PRECISION;
+    """,
 ]
 
 

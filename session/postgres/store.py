@@ -148,8 +148,8 @@ class PostgresStore(SQLStore):
         return await self._run(make)
 
     @bounded
-    async def _write(self, make: Make[T]) -> T:
-        return await self._run(make)
+    async def _write(self, make: Make[T], *, durable: bool = True) -> T:
+        return await self._run(make)  # every commit is synced (synchronous_commit)
 
     @bounded
     async def get(self, project: str, response_id: str) -> StoredResponse:

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import ClassVar, TypeVar
 
+from ..browse import TurnQuery, UsageSample
 from ..conversations import Conversation, StoredConversation
 from ..errors import ResponseNotFound
 from ..keys import ApiKey
@@ -20,10 +21,11 @@ from ..models import Item, ItemPage, StoredResponse
 from ..paging import Order
 from ..turn_cache import TurnCache
 from ..usage import Pruned, UsageRecord, UsageRow
-from . import conversations, heartbeats, keys, responses
+from . import browse, conversations, heartbeats, keys, responses
 from . import events as stream_events
 from . import usage as usage_ops
 from .dialect import Dialect
+from .shared import SQLSharedLimits
 from .statement import Returning, rows, run
 
 T = TypeVar("T")
@@ -35,7 +37,7 @@ def _deleted(project: str, response_id: str) -> Returning[int]:
     return count
 
 
-class SQLStore(ABC):
+class SQLStore(SQLSharedLimits, ABC):
     """The calls both SQL backends make alike, on the backend's transactions."""
 
     dialect: ClassVar[Dialect]
@@ -50,8 +52,10 @@ class SQLStore(ABC):
         """Run a short, bounded read (SQLite runs it inline, on the writer connection)."""
 
     @abstractmethod
-    async def _write(self, make: Make[T]) -> T:
-        """Run the operation ``make`` returns in a write transaction."""
+    async def _write(self, make: Make[T], *, durable: bool = True) -> T:
+        """Run the operation ``make`` returns in a write transaction; ``durable=False``
+        for what a power loss may take without losing anything acknowledged (SQLite then
+        returns before the commit is synced)."""
 
     # -- turns -------------------------------------------------------------------------
 
@@ -74,7 +78,7 @@ class SQLStore(ABC):
         return await self._write(lambda: heartbeats.fail_stale(self.dialect, before, error))
 
     async def beat(self, instance_id: str, at: float) -> None:
-        await self._write(lambda: heartbeats.beat(instance_id, at))
+        await self._write(lambda: heartbeats.beat(instance_id, at), durable=False)
 
     async def fail_orphaned(self, alive_since: float, error: Item) -> int:
         return await self._write(lambda: heartbeats.fail_orphaned(self.dialect, alive_since, error))
@@ -187,6 +191,22 @@ class SQLStore(ABC):
 
     async def restore_conversation(self, stored: StoredConversation, items: list[Item]) -> bool:
         return await self._write(lambda: conversations.restore(self.dialect, stored, items))
+
+    # -- looking into stored turns ------------------------------------------------------
+
+    async def ancestors(self, project: str, response_id: str, limit: int) -> list[StoredResponse]:
+        return await self._read(lambda: browse.ancestors(self.dialect, project, response_id, limit))
+
+    async def children(self, project: str, response_id: str, limit: int) -> list[StoredResponse]:
+        return await self._read(lambda: browse.children(self.dialect, project, response_id, limit))
+
+    async def find_responses(self, query: TurnQuery, limit: int) -> list[StoredResponse]:
+        return await self._read(lambda: browse.find(self.dialect, query, limit))
+
+    async def usage_samples(
+        self, project: str | None, since: float, until: float
+    ) -> list[UsageSample]:
+        return await self._read(lambda: browse.usage_samples(self.dialect, project, since, until))
 
     # -- keys and shared secrets -------------------------------------------------------
 

@@ -25,13 +25,15 @@ def record_usage(record: UsageRecord) -> Returning[None]:
 
 
 def usage(dialect: Dialect, project: str | None, since: float) -> Returning[list[UsageRow]]:
-    """Totals by project and model of the turns and kept calls since ``since``."""
+    """Totals by project, model and key of the turns and kept calls since ``since``."""
     number = dialect.json_integer
     scope = "created_at >= :since AND (CAST(:project AS TEXT) IS NULL OR project = :project)"
     found = yield rows(
         f"""
-        SELECT project, model, sum(n), sum(i), sum(o), sum(c), sum(r), sum(k) FROM (
-            SELECT project, {dialect.json_text("request", "model")} AS model, 1 AS n,
+        SELECT project, model, coalesce(key_id, '-'), sum(n), sum(i), sum(o), sum(c), sum(r),
+               sum(k) FROM (
+            SELECT project, {dialect.json_text("request", "model")} AS model,
+                   {dialect.json_text("metadata", "key_id")} AS key_id, 1 AS n,
                    {number("response", "usage", "input_tokens")} AS i,
                    {number("response", "usage", "output_tokens")} AS o,
                    {number("response", "usage", "input_tokens_details", "cached_tokens")} AS c,
@@ -39,15 +41,15 @@ def usage(dialect: Dialect, project: str | None, since: float) -> Returning[list
                    {dialect.json_real("metadata", "cost_usd")} AS k
             FROM responses WHERE {scope}
             UNION ALL
-            SELECT project, model, 0, input_tokens, output_tokens, cached_tokens,
+            SELECT project, model, NULL, 0, input_tokens, output_tokens, cached_tokens,
                    reasoning_tokens, 0
             FROM usage_records WHERE {scope}
-        ) AS turns_and_ledger GROUP BY 1, 2 ORDER BY 1, 2
+        ) AS turns_and_ledger GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
         """,
         since=since,
         project=project,
     )
-    return [usage_row(*row[:7], cost=row[7]) for row in found]
+    return [usage_row(row[0], row[1], *row[3:8], cost=row[8], key=row[2]) for row in found]
 
 
 def prune(dialect: Dialect, before: float, limit: int) -> Returning[Pruned]:

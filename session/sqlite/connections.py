@@ -1,8 +1,12 @@
 """How the SQLite backend runs its statements: writes on the event loop, reads beside it.
 
-A write is a short transaction on a WAL file whose commits are not synced: running it
-inline costs a fraction of handing it to a thread. It never waits on the loop, though:
-the writer connection's busy timeout is zero, and a write that finds another process
+A write is a short transaction on a WAL file whose commits SQLite does not sync: running
+it inline costs a fraction of handing it to a thread. With ``synchronous="full"`` (the
+default) the write then waits, off the loop and without the write lock, for a sync of the
+WAL that it shares with the writes committed beside it (:mod:`.durability`); with
+``"normal"`` it returns at once, durable across a crash of the process but not of the
+machine. A write never waits for a lock on the loop, though: the writer connection's
+busy timeout is zero, and a write that finds another process
 holding the file's lock is retried on the worker thread. The configured busy timeout
 bounds the whole write, the time it spends queued behind this process's other writes
 included: writers queued behind one lock all give up together, not one timeout apiece.
@@ -21,14 +25,17 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from ..errors import StoreUnavailable
+from .durability import SyncFunction, WALSync
 from .schema import migrate
 
 T = TypeVar("T")
 
 CHECKPOINT_EVERY_WRITES = 500
+
+Synchronous = Literal["full", "normal"]
 
 
 def _connect(path: str, busy_timeout_ms: int, *, wal: bool) -> sqlite3.Connection:
@@ -74,7 +81,17 @@ def _probe_write(conn: sqlite3.Connection) -> None:
 class SQLiteConnections:
     """The writer and reader connections of one database file, and the thread they share."""
 
-    def __init__(self, path: str | Path, busy_timeout_ms: int) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        busy_timeout_ms: int,
+        *,
+        synchronous: Synchronous = "full",
+        sync: SyncFunction = os.fdatasync,
+    ) -> None:
+        """``sync`` syncs a file descriptor to the disk (tests play failures with it)."""
+        if synchronous not in ("full", "normal"):
+            raise ValueError(f"synchronous must be full or normal, not {synchronous!r}")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._busy_timeout_ms = int(busy_timeout_ms)
@@ -88,6 +105,8 @@ class SQLiteConnections:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
         self._write_lock = asyncio.Lock()
         self._writes = 0
+        self._checkpointing: asyncio.Task[None] | None = None
+        self.wal_sync = WALSync(self.path, sync) if synchronous == "full" else None
 
     # -- the file under the connections ------------------------------------------------
 
@@ -160,12 +179,16 @@ class SQLiteConnections:
             raise
         return result
 
-    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def write(self, fn: Callable[[sqlite3.Connection], T], *, durable: bool = True) -> T:
         """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, inline unless the file is locked.
 
         The write waits at most the busy timeout in all: for this process's earlier
-        writes, then for another process's lock on the file.
+        writes, then for another process's lock on the file. With durable commits it
+        returns once its commit is on the disk (the sync is not bounded by the timeout),
+        unless ``durable`` is false: then a later durable write's sync covers it.
         """
+        if self.wal_sync is not None:
+            self.wal_sync.check()
         deadline = time.monotonic() + self._busy_timeout_ms / 1000
         await self._take_write_lock(deadline)
         try:
@@ -176,8 +199,10 @@ class SQLiteConnections:
         finally:
             self._write_lock.release()
         self._writes += 1
-        if self._writes % CHECKPOINT_EVERY_WRITES == 0:
-            self._thread.submit(self._checkpoint)
+        if self._writes % CHECKPOINT_EVERY_WRITES == 0 and self._checkpointing is None:
+            self._checkpointing = asyncio.create_task(self._checkpoint_between_writes())
+        if self.wal_sync is not None and durable:
+            await self.wal_sync.after_commit()
         return result
 
     async def _take_write_lock(self, deadline: float) -> None:
@@ -226,6 +251,21 @@ class SQLiteConnections:
         """
         await self.write(_probe_write)
 
+    async def _checkpoint_between_writes(self) -> None:
+        """Copy the WAL into the database file while this process's writes wait for it
+        (the loop does not): a checkpoint run beside a steady stream of writes never
+        catches up with them, so the WAL is never started again from its beginning and
+        grows without bound, and every sync of a growing file costs several times one of
+        a file rewritten in place. Once a checkpoint has copied every frame, the next
+        write starts the WAL over."""
+        try:
+            async with self._write_lock:
+                await self._on_thread(self._checkpoint)
+        except StoreUnavailable:
+            pass  # closed meanwhile: nothing to copy
+        finally:
+            self._checkpointing = None
+
     def _checkpoint(self) -> None:
         # A failed checkpoint is left to the next one; a failing store reports itself on
         # its own calls.
@@ -233,6 +273,10 @@ class SQLiteConnections:
             self.reader.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     async def close(self) -> None:
+        if self._checkpointing is not None:
+            await self._checkpointing
+        if self.wal_sync is not None:
+            self.wal_sync.close()
         self._thread.shutdown(wait=True)
         self.reader.close()
         self.writer.close()

@@ -177,6 +177,18 @@ MIGRATIONS: list[tuple[str, ...]] = [
         " created_at = CAST(created_at * 1000 AS INTEGER) / 1000.0,"
         " updated_at = CAST(updated_at * 1000 AS INTEGER) / 1000.0",
     ),
+    (  # 14: the console lists a turn's children (its branches)
+        "CREATE INDEX responses_children ON responses (project, previous_response_id)"
+        " WHERE previous_response_id IS NOT NULL",
+    ),
+    (  # 15: limits every instance shares; a managed key's monthly budget
+        "CREATE TABLE gateway_buckets"
+        " (name TEXT PRIMARY KEY, tokens REAL NOT NULL, updated_at REAL NOT NULL)",
+        "CREATE TABLE gateway_counters (name TEXT PRIMARY KEY, value REAL NOT NULL)",
+        "CREATE TABLE gateway_cooldowns"
+        " (name TEXT PRIMARY KEY, ends_at REAL NOT NULL, error TEXT NOT NULL)",
+        "ALTER TABLE api_keys ADD COLUMN budget_usd REAL",
+    ),
 ]
 
 

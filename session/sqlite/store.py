@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,7 +28,8 @@ from ..sql import SQLITE, drive, responses
 from ..sql.conversations import append
 from ..sql.store import Make, SQLStore
 from ..turn_cache import TurnCache, resolve_cached
-from .connections import SQLiteConnections
+from .connections import SQLiteConnections, Synchronous
+from .durability import SyncFunction
 
 T = TypeVar("T")
 _PARENT_AND_STATUS = responses.parent_and_status(SQLITE)
@@ -84,8 +86,11 @@ class SQLiteStore(SQLStore):
         max_depth: int = DEFAULT_MAX_DEPTH,
         busy_timeout_ms: int = 5000,
         cache_turns: int = 20_000,
+        synchronous: Synchronous = "full",
+        sync: SyncFunction = os.fdatasync,
     ) -> None:
-        self._db = SQLiteConnections(path, busy_timeout_ms)
+        """``synchronous`` and ``sync``: see :mod:`session.sqlite.durability`."""
+        self._db = SQLiteConnections(path, busy_timeout_ms, synchronous=synchronous, sync=sync)
         self.schema_version = self._db.schema_version
         self._max_depth = max_depth
         self._cache = TurnCache(cache_turns)
@@ -110,8 +115,8 @@ class SQLiteStore(SQLStore):
     async def _read_now(self, make: Make[T]) -> T:
         return await self._db.read_now(lambda conn: drive(conn, make()))
 
-    async def _write(self, make: Make[T]) -> T:
-        return await self._db.write(lambda conn: drive(conn, make()))
+    async def _write(self, make: Make[T], *, durable: bool = True) -> T:
+        return await self._db.write(lambda conn: drive(conn, make()), durable=durable)
 
     @staticmethod
     def _select(conn: sqlite3.Connection, project: str, response_id: str) -> StoredResponse | None:
@@ -149,7 +154,9 @@ class SQLiteStore(SQLStore):
                 )
 
         try:
-            await self._db.write(write)
+            # A turn still in progress needs no sync of its own: it is acknowledged only
+            # when it ends, and the sync of that save covers this one.
+            await self._db.write(write, durable=record.status != "in_progress")
         except sqlite3.IntegrityError:
             raise SaveConflict(record.id, "a response with this id already exists.") from None
         self._cache.put(record.project, chain_turn(record))

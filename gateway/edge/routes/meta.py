@@ -119,6 +119,7 @@ async def gateway_routes(request: Request) -> Response:
         }
         for name, provider in config.providers.items()
     }
+    await svc.cooldowns.refresh()  # those other instances started too
     body = {"models": models, "providers": providers, "cooldowns": svc.cooldowns.report()}
     return JSONResponse(body)
 
@@ -126,7 +127,7 @@ async def gateway_routes(request: Request) -> Response:
 async def reset_gateway_routes(request: Request) -> Response:
     """End every cooldown and forget recent failures."""
     _check_admin(request, "The routes")
-    service(request).cooldowns.reset()
+    await service(request).cooldowns.reset()
     return JSONResponse({"cooldowns": {}})
 
 

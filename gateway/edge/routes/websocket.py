@@ -116,7 +116,7 @@ class ResponsesSocket:
             )
         history = self._continued(message.get("previous_response_id"))
         if self.caller is not None:
-            self.websocket.app.state.authenticator.acquire(self.caller)
+            await self.websocket.app.state.authenticator.acquire(self.caller)
         fields = {key: value for key, value in message.items() if key not in _SOCKET_FIELDS}
         body = check_create_body(
             validate_body(CreateResponseBody, orjson.dumps({**fields, "stream": True}))

@@ -1,0 +1,308 @@
+"""The console in a real browser (Debian's Chromium through Playwright) against a real
+gateway on a loopback port: finding each kind of id, chains with branches, a 10,000-turn
+chain paged, a conversation, usage against ``gateway usage``, what a project key cannot
+reach, and stored markup shown as text. Screenshots go to ``.artifacts/console/``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gateway import create_app, load_config
+from session import SQLiteStore
+
+from .console_data import INJECTION, START, Seeded, seed
+from .servers import run_cli, serve
+
+pytestmark = [pytest.mark.system]
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = Path(__file__).resolve().parent.parent / ".artifacts" / "console"
+ADMIN_KEY = "sk-admin-console-0123456789"
+DEFAULT_KEY = "sk-project-default-0123456789"
+TEAM_B_KEY = "sk-project-team-b-0123456789"
+DEEP = 10_000
+
+sync_api = pytest.importorskip("playwright.sync_api")
+if not CHROMIUM.exists():
+    pytest.skip(
+        "Chromium is not installed at /usr/bin/chromium (apt-get install chromium)",
+        allow_module_level=True,
+    )
+
+
+class Site:
+    def __init__(self, url: str, config: str, seeded: Seeded) -> None:
+        self.url, self.config, self.seeded = url, config, seeded
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    root = tmp_path_factory.mktemp("console")
+    config_path = root / "config.yaml"
+    config_path.write_text(
+        yaml.safe_dump(
+            {
+                "auth": {
+                    "mode": "keys",
+                    "cache_seconds": 0,
+                    "admin_key": ADMIN_KEY,
+                    "keys": [
+                        {"key": DEFAULT_KEY, "project": "default", "name": "ci"},
+                        {"key": TEAM_B_KEY, "project": "team-b", "name": "b"},
+                    ],
+                },
+                "session": {"sqlite": {"path": str(root / "s.db")}},
+                "providers": {"echo": {"wire_api": "echo"}},
+                "default_provider": "echo",
+            }
+        )
+    )
+
+    async def fill() -> Seeded:
+        store = SQLiteStore(root / "s.db")
+        try:
+            return await seed(store, deep=DEEP)
+        finally:
+            await store.close()
+
+    with ThreadPoolExecutor(1) as thread:  # Playwright's loop may run in this thread
+        seeded = thread.submit(asyncio.run, fill()).result()
+    with serve(create_app(load_config(config_path))) as url:
+        yield Site(url, str(config_path), seeded)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
+        )
+        yield launched
+        launched.close()
+
+
+class Watched:
+    """A page, and what it did that it must not: dialogs, CSP violations, other hosts."""
+
+    def __init__(self, page: Any, site: Site) -> None:
+        self.page, self.site = page, site
+        self.dialogs: list[str] = []
+        self.violations: list[str] = []
+        self.foreign: list[str] = []
+        page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
+        page.on(
+            "console",
+            lambda message: (
+                self.violations.append(message.text)
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
+        page.on(
+            "request",
+            lambda request: (
+                None
+                if request.url.startswith((site.url, "data:"))
+                else self.foreign.append(request.url)
+            ),
+        )
+
+    def open(self, hash_: str) -> None:
+        self.page.goto(f"{self.site.url}/console#{hash_}")
+
+    def login(self, key: str) -> None:
+        self.open("/")
+        self.page.fill("#login-key", key)
+        self.page.click("#login button[type=submit]")
+        self.page.wait_for_selector("#turns tbody tr")
+
+    def shot(self, name: str) -> None:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+
+    def clean(self) -> None:
+        assert self.dialogs == [] and self.violations == [] and self.foreign == []
+
+
+@pytest.fixture
+def admin(browser: Any, site: Site) -> Iterator[Watched]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    watched = Watched(context.new_page(), site)
+    watched.login(ADMIN_KEY)
+    yield watched
+    watched.clean()
+    context.close()
+
+
+def search(watched: Watched, query: str) -> None:
+    watched.page.fill("#search-q", query)
+    watched.page.press("#search-q", "Enter")
+
+
+def test_each_kind_of_id_is_found(admin: Watched) -> None:
+    page, ids = admin.page, admin.site.seeded.ids
+    admin.shot("turns")
+    search(admin, ids["middle"])
+    page.wait_for_selector(f"#turn-{ids['middle']}.head")
+    assert "second question" in page.inner_text("#chain")
+    search(admin, f"req_{ids['root']}")  # a request id
+    page.wait_for_selector(f"#turn-{ids['root']}.head")
+    search(admin, ids["conversation"])
+    page.wait_for_selector("#timeline")
+    assert "hello conversation" in page.inner_text("#timeline")
+    assert "hello back" in page.inner_text("#timeline")
+    admin.shot("conversation")
+    search(admin, ids["store_conversation"])
+    page.wait_for_selector("#messages")
+    assert "hello agent store" in page.inner_text("#messages")
+    admin.shot("agent-store")
+    search(admin, "resp_nothing_here")
+    page.wait_for_selector("#failure")
+    assert "Nothing found" in page.inner_text("#failure")
+
+
+def test_a_chain_shows_every_kind_of_item_and_its_branches(admin: Watched) -> None:
+    page, ids = admin.page, admin.site.seeded.ids
+    admin.open(f"/turn/{ids['image']}")
+    page.wait_for_selector(f"#turn-{ids['image']}.head")
+    text = page.inner_text("#chain")
+    for expected in (
+        "Be brief.",  # instructions
+        "first question",
+        "answer to first question",
+        "Thinking about the weather.",  # a reasoning summary
+        "get_weather",
+        '"city": "Paris"',  # tool call arguments
+        '"temp": 21',  # tool output
+        "answered by",
+        "timeout",  # a failed attempt
+        "req_resp_root",
+        "static:ci",
+        "$0.001500",
+        "1.250 s",  # latency
+        "not stored",  # time to first token
+        "https://example.com/cat.png",  # shown as text, not fetched
+    ):
+        assert expected in text, expected
+    image = page.locator(f"#turn-{ids['image']} img.shown")
+    assert image.count() == 1
+    assert page.evaluate("el => el.naturalWidth", image.element_handle()) == 1
+    admin.shot("chain")
+    branches = page.locator(f"#turn-{ids['middle']} .branches")
+    assert "2 turns continue this one" in branches.inner_text()
+    branches.locator(f"a[href*='{ids['branch_b']}']").click()
+    page.wait_for_selector(f"#turn-{ids['branch_b']}.head")
+    assert "upstream failed" in page.inner_text(f"#turn-{ids['branch_b']}")
+    assert page.locator(f"#turn-{ids['branch_a']}").count() == 0
+    admin.shot("branch")
+
+
+def test_a_chain_of_ten_thousand_turns_opens_a_page_at_a_time(admin: Watched) -> None:
+    page, seeded = admin.page, admin.site.seeded
+    started = time.perf_counter()
+    admin.open(f"/turn/{seeded.deep_head}")
+    page.wait_for_selector(f"#turn-{seeded.deep_head}.head")
+    opened = time.perf_counter() - started
+    print(f"\nthe head of a {DEEP}-turn chain opened in {opened * 1000:.0f} ms")
+    assert page.locator("#chain article.turn").count() == 50
+    assert "older turns remain" in page.inner_text("#chain-count")
+    admin.shot("deep-chain")
+    page.click("#older")
+    page.locator("#chain article.turn").nth(99).wait_for()  # no wait_for_function: CSP forbids eval
+    assert page.locator(f"#turn-resp_deep_{DEEP - 100:05d}").count() == 1
+
+
+def test_stored_markup_is_shown_as_text(admin: Watched) -> None:
+    page, ids = admin.page, admin.site.seeded.ids
+    admin.open(f"/turn/{ids['injection']}")
+    page.wait_for_selector(f"#turn-{ids['injection']}.head")
+    assert INJECTION in page.inner_text(f"#turn-{ids['injection']}")
+    assert page.locator("#chain script, #chain img[src='x']").count() == 0
+    admin.open("/?model=chat-model")
+    page.wait_for_selector(f"#turns a[href*='{ids['injection']}']")
+    assert "<script>alert(1)</script>" in page.inner_text("#turns")
+    admin.shot("injection")
+    assert admin.dialogs == []
+
+
+def test_usage_shows_what_gateway_usage_prints(admin: Watched) -> None:
+    page, site = admin.page, admin.site
+    since = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(START - 86400))
+    until = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() + 86400))
+    admin.open(f"/usage?since={since}&until={until}&bucket=day&by=project")
+    page.wait_for_selector("#usage-totals")
+    page.wait_for_selector(".chart canvas")
+    admin.shot("usage")
+    shown = {
+        label: page.inner_text(f"#usage-totals [data-total='{label}'] b")
+        for label in ("requests", "input tokens", "output tokens", "cached", "reasoning", "cost")
+    }
+    printed = run_cli("usage", "--config", site.config)
+    assert printed.returncode == 0, printed.stderr
+    header, *lines = [line.split() for line in printed.stdout.splitlines()]
+    rows = [dict(zip(header, line, strict=True)) for line in lines]
+    names = ("RESPONSES", "INPUT", "OUTPUT", "CACHED", "REASONING")
+    totals = [sum(int(row[name]) for row in rows) for name in names]
+    cost = sum(float(row["COST_USD"]) for row in rows)
+    assert [int(shown[label]) for label in ("requests", "input tokens", "output tokens")] == totals[
+        :3
+    ]
+    assert [int(shown["cached"]), int(shown["reasoning"])] == totals[3:]
+    assert shown["cost"] == f"${cost:.6f}"
+    groups = page.inner_text("#usage-groups")
+    assert "default" in groups and "team-b" in groups
+
+
+def test_a_project_key_reaches_only_its_project(browser: Any, site: Site) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    watched = Watched(context.new_page(), site)
+    page, ids = watched.page, site.seeded.ids
+    watched.login(TEAM_B_KEY)
+    assert "project team-b" in page.inner_text("#who")
+    assert ids["root"] not in page.inner_text("#turns")
+    assert ids["other"] in page.inner_text("#turns")
+    search(watched, ids["root"])
+    page.wait_for_selector("#failure")
+    watched.open(f"/turn/{ids['root']}?project=default")
+    page.wait_for_selector("#failure")
+    assert "Not found" in page.inner_text("main")
+    watched.shot("project-key-refused")
+
+    def fetched(path: str) -> Any:
+        return page.evaluate(
+            "async (path) => { const r = await fetch(path); return [r.status, await r.text()]; }",
+            path,
+        )
+
+    other = fetched(f"/v1/gateway/console/responses/{ids['root']}?project=default")
+    missing = fetched(f"/v1/gateway/console/responses/{ids['root']}x")
+    assert other[0] == missing[0] == 404
+    assert other[1] == missing[1].replace(f"{ids['root']}x", ids["root"])
+    assert fetched("/v1/gateway/console/keys")[0] == 403
+    page.click("#logout")
+    page.wait_for_selector("#login")
+    assert fetched("/v1/gateway/console/whoami")[0] == 401
+    watched.clean()
+    context.close()
+
+
+def test_the_console_fits_a_phone(browser: Any, site: Site) -> None:
+    context = browser.new_context(viewport={"width": 375, "height": 800})
+    watched = Watched(context.new_page(), site)
+    watched.login(DEFAULT_KEY)
+    watched.shot("turns-375")
+    watched.open(f"/turn/{site.seeded.ids['image']}")
+    watched.page.wait_for_selector(f"#turn-{site.seeded.ids['image']}.head")
+    watched.shot("chain-375")
+    width = watched.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 375
+    watched.clean()
+    context.close()
