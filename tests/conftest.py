@@ -5,7 +5,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from openai import OpenAI
@@ -23,6 +23,9 @@ from .adapter_targets import (
 )
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream
 from .servers import serve
+
+if TYPE_CHECKING:
+    from .mcp_server import McpServer
 from .tiers import settle_tiers
 
 
@@ -173,3 +176,26 @@ async def target(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     """Where an adapter runs: in process on each backend, or through a gateway process."""
     async for made in open_target(request, tmp_path):
         yield made
+
+
+# -- MCP: a real MCP server on loopback, and a gateway allowed to reach it ----------------
+
+
+@pytest.fixture(scope="module")
+def dice() -> Iterator[McpServer]:
+    """The test MCP server (``tests/mcp_server.py``), one per module."""
+    from .mcp_server import mcp_server
+
+    with mcp_server() as server:
+        yield server
+
+
+@pytest.fixture
+def mcp(
+    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path, dice: McpServer
+) -> Iterator[Gateway]:
+    """A gateway whose MCP allow list holds the test server (and nothing else)."""
+    from .mcp_gateway import mcp_gateway
+
+    with mcp_gateway(fake_upstream, tmp_path, dice) as gateway:
+        yield gateway

@@ -306,3 +306,27 @@ def test_the_console_fits_a_phone(browser: Any, site: Site) -> None:
     assert width <= 375
     watched.clean()
     context.close()
+
+
+def test_the_console_works_from_the_keyboard(admin: Watched) -> None:
+    """Tab reaches the search box, Enter searches, and a branch is followed by Tab and Enter."""
+    page, ids = admin.page, admin.site.seeded.ids
+    admin.open("/")
+    page.reload()  # focus at the start of the document
+    page.wait_for_selector("#turns tbody tr")
+    names = []
+    for _ in range(20):
+        page.keyboard.press("Tab")
+        focused = page.locator(":focus")
+        names.append(focused.first.get_attribute("id") or focused.first.inner_text())
+        if page.locator("#search-q:focus").count() == 1:
+            break
+    else:
+        raise AssertionError(f"Tab never reached the search box: {names}")
+    page.keyboard.type(ids["middle"])
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"#turn-{ids['middle']}.head")
+    branch = page.locator(f"#turn-{ids['middle']} .branches a[href*='{ids['branch_a']}']")
+    branch.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"#turn-{ids['branch_a']}.head")

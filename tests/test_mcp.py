@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,21 +33,6 @@ from .mcp_gateway import (
 from .mcp_server import McpServer, mcp_server
 
 pytestmark = [pytest.mark.api]
-
-
-@pytest.fixture(scope="module")
-def dice() -> Iterator[McpServer]:
-    with mcp_server() as server:
-        yield server
-
-
-@pytest.fixture
-def mcp(
-    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path, dice: McpServer
-) -> Iterator[Gateway]:
-    """A gateway whose MCP allow list holds the test server (and nothing else)."""
-    with mcp_gateway(fake_upstream, tmp_path, dice) as gateway:
-        yield gateway
 
 
 # -- the loop, not streamed ------------------------------------------------------------

@@ -3,8 +3,7 @@ server's tools for a Chat Completions model, with and without approvals, streame
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -20,25 +19,11 @@ from agents import (
 from openai import AsyncOpenAI
 
 from .conftest import Gateway
-from .fake_upstream import FakeUpstream, Reply
-from .mcp_gateway import call, mcp_gateway, tool_messages
-from .mcp_server import McpServer, mcp_server
+from .fake_upstream import Reply
+from .mcp_gateway import call, tool_messages
+from .mcp_server import McpServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.system]
-
-
-@pytest.fixture(scope="module")
-def dice() -> Iterator[McpServer]:
-    with mcp_server() as server:
-        yield server
-
-
-@pytest.fixture
-def mcp(
-    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path, dice: McpServer
-) -> Iterator[Gateway]:
-    with mcp_gateway(fake_upstream, tmp_path, dice) as gateway:
-        yield gateway
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,25 +33,10 @@ from .mcp_gateway import (
     mcp_gateway,
     tool_messages,
 )
-from .mcp_server import McpServer, mcp_server
+from .mcp_server import McpServer
 from .servers import raw_server, refusing_url, serve
 
 pytestmark = [pytest.mark.api]
-
-
-@pytest.fixture(scope="module")
-def dice() -> Iterator[McpServer]:
-    with mcp_server() as server:
-        yield server
-
-
-@pytest.fixture
-def mcp(
-    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path, dice: McpServer
-) -> Iterator[Gateway]:
-    """A gateway whose MCP allow list holds the test server (and nothing else)."""
-    with mcp_gateway(fake_upstream, tmp_path, dice) as gateway:
-        yield gateway
 
 
 # -- which servers -----------------------------------------------------------------------

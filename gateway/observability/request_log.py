@@ -191,3 +191,7 @@ def configure_logging(level: str, log_format: Literal["text", "json"]) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # The MCP SDK's HTTP clients log each request's URL at INFO, and a URL may carry a
+    # token in its query: only their warnings.
+    for name in ("httpx", "httpx2"):
+        logging.getLogger(name).setLevel(logging.WARNING)
