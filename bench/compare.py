@@ -80,9 +80,12 @@ def gateway_config(
     backend: str,
     dsn: str | None,
     workers: int = 1,
-    synchronous: str = "full",
+    synchronous: str | None = "full",
 ) -> Path:
-    sqlite = {"path": str(folder / f"{port}.db"), "synchronous": synchronous}
+    """``synchronous=None`` leaves the setting out, for a baseline older than it."""
+    sqlite = {"path": str(folder / f"{port}.db")}
+    if synchronous is not None:
+        sqlite["synchronous"] = synchronous
     session: dict[str, Any] = {"backend": backend, "sqlite": sqlite}
     if dsn:
         session["postgres"] = {"dsn": dsn}
@@ -205,7 +208,7 @@ def run(
             targets[f"gateway (sqlite, {workers} workers)"] = (base, pid)
         if baseline is not None:
             port = free_port()
-            config = gateway_config(folder, port, upstream, "sqlite", None)
+            config = gateway_config(folder, port, upstream, "sqlite", None, synchronous=None)
             base = f"http://127.0.0.1:{port}"
             command = [baseline, "-m", "gateway", "serve", "--config", str(config)]
             # Run from the scratch folder: from here, ``-m gateway`` would import this checkout.

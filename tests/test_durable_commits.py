@@ -173,3 +173,19 @@ async def test_a_truncated_wal_keeps_its_inode_and_a_replaced_one_fails_writes(
         await store.save(turn("resp_3"))
     assert "replaced" in caught.value.message
     await store.close()
+
+
+async def test_the_wal_starts_over_under_a_steady_stream_of_writes(tmp_path: Path) -> None:
+    """Checkpoints catch up with the writes now and then, so the WAL is rewritten in place
+    instead of growing with every turn ever written."""
+    store = SQLiteStore(tmp_path / "s.db", synchronous="normal")
+    wal = tmp_path / "s.db-wal"
+    sizes = {}
+    for n in range(1, 8_001):
+        await store.save(turn(f"resp_{n}"))
+        if n % 50 == 0:
+            await asyncio.sleep(0.001)  # as a server's loop does between requests
+        if n in (3_000, 8_000):
+            sizes[n] = wal.stat().st_size
+    await store.close()
+    assert sizes[8_000] < 1.5 * sizes[3_000], sizes

@@ -1,5 +1,6 @@
-"""The service that runs turns: it routes a model to its provider, resolves a turn's
-context (a chain or a conversation) and makes the turn; a non-streamed one it runs here,
+"""The service that runs turns: it resolves a turn's context (a chain or a conversation),
+has :mod:`gateway.turn.upstreams` make its upstream, and makes the turn; a non-streamed one
+it runs here,
 a streamed or background one it hands to :mod:`gateway.turn.streaming` or
 :mod:`gateway.turn.background`, which save it through :mod:`gateway.turn.lifecycle`."""
 
@@ -8,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import random
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -34,30 +34,24 @@ from session.shared import SharedLimits
 
 from ..api.request_body import CreateResponseBody, InputTokensBody
 from ..api.response_object import response_object
-from ..config import GatewayConfig, Route
+from ..config import GatewayConfig
 from ..context.compaction import AutoCompacting, CompactingUpstream, compact_threshold
 from ..context.items import model_context
 from ..context.tokens import TokenCounter
 from ..context.truncation import stated_limit, truncated
 from ..errors import APIError, invalid_request, not_found, previous_response_not_found, server_error
-from ..observability.metered import MeteredUpstream
 from ..observability.metrics import Metrics
 from ..observability.request_log import CURRENT_REQUEST
-from ..routing_settings import RetrySettings
 from ..sealing import Sealer
 from ..upstream import (
     ProviderClient,
-    ReasoningState,
     TurnResult,
     Upstream,
     UpstreamError,
-    build_upstream,
 )
 from ..upstream.base import Replay, UpstreamStream
-from ..upstream.cooldowns import Cooldowns
 from ..upstream.errors import CONTEXT_LENGTH_EXCEEDED, is_context_overflow
 from ..upstream.mcp import McpUpstream, has_mcp, holds_mcp, scrubbed
-from ..upstream.routing import Candidate, RoutedUpstream, plan
 from .background import BackgroundTurns
 from .concurrency import KeyedLocks
 from .context_requests import Context, compact, count_input_tokens
@@ -66,6 +60,7 @@ from .lifecycle import UNFINISHED, Turn, finished, save_finished, with_status
 from .spending import Spending
 from .stateless import stateless_request
 from .streaming import StreamedTurns
+from .upstreams import Upstreams
 
 logger = logging.getLogger(__name__)
 
@@ -95,100 +90,17 @@ class ResponsesService:
         shared: SharedLimits,
     ) -> None:
         self.store = store
-        self.shared = shared
         self.spending = Spending(shared)
         self.config = config
         self.metrics = metrics
         self.sealer = sealer
-        self._clients = clients
         self._conversations = KeyedLocks()
         self.streams = StreamedTurns(metrics.active_streams)
         self.background = BackgroundTurns(config.providers)
         # Stored on each turn this instance runs; its heartbeat shows it is still running.
         self.instance_id = new_id("gw")
         self.token_counter = TokenCounter()
-        self.cooldowns = Cooldowns(config.routing.cooldown, shared)
-        self._rng = random.Random()
-
-    def route(self, model: str) -> Route:
-        """Where ``model`` goes; a 404 ``model_not_found`` if nothing routes it."""
-        route = self.config.route(model)
-        if route is None:
-            raise not_found(
-                f"The model '{model}' does not exist or is not routed by this gateway.",
-                param="model",
-                code="model_not_found",
-            )
-        return route
-
-    def upstream(self, route: Route, model: str, project: str) -> MeteredUpstream:
-        """The adapter for ``route`` (with its provider's first key), every call of it
-        metered under ``model``, ``project``."""
-        keys = route.provider.api_keys
-        return self._attempt(Candidate(model, route, keys[0] if keys else None), project)
-
-    def _attempt(self, candidate: Candidate, project: str) -> MeteredUpstream:
-        route = candidate.route
-        client = self._clients.get(route.provider_name)
-        if client is not None and candidate.key is not None:
-            client = client.with_key(candidate.key.key)
-        state = ReasoningState(self.sealer, project, route.deployment)
-        inner = build_upstream(route, client, state)
-        listed = self.config.models.get(candidate.model)
-        pricing = listed.pricing if listed is not None else None
-        return MeteredUpstream(
-            inner,
-            self.metrics,
-            route.provider_name,
-            candidate.model,
-            project,
-            route.deployment,
-            pricing,
-            candidate.key_name if candidate.key is not None else None,
-        )
-
-    def routed(self, model: str, project: str) -> Upstream:
-        """What answers ``model``'s turns: its deployments and keys, tried in turn, then
-        its fallbacks (see :mod:`gateway.upstream.routing`); a model with one of each
-        and no retries is just its adapter."""
-        plans = plan(self.config, model, self.cooldowns, self._rng)
-        listed = self.config.models.get(model)
-        larger = listed.context_window_fallbacks if listed is not None else []
-        retries = self._retries(model).attempts
-        if len(plans) == 1 and len(plans[0]) == 1 and retries in (None, 1) and not larger:
-            only = plans[0][0]
-            if only.key is None or only.key.requests_per_minute is None:
-                return self._attempt(only, project)
-        context_plans = [
-            p for name in larger for p in plan(self.config, name, self.cooldowns, self._rng)[:1]
-        ]
-        return RoutedUpstream(
-            plans,
-            context_plans,
-            functools.partial(self._attempt, project=project),
-            self.cooldowns,
-            self._retries,
-            self._observe_routing,
-            self._key_rate,
-        )
-
-    async def _key_rate(self, candidate: Candidate) -> float:
-        """Take a call from the candidate key's shared bucket (see routing)."""
-        key = candidate.key
-        if key is None or key.requests_per_minute is None:
-            return 0.0
-        name = f"upstream:{candidate.key_name}"
-        return await self.shared.take_request(name, key.requests_per_minute, time.time())
-
-    def _retries(self, model: str) -> RetrySettings:
-        listed = self.config.models.get(model)
-        return listed.retry if listed is not None else RetrySettings()
-
-    def _observe_routing(self, event: str, candidate: Candidate, detail: str) -> None:
-        label = self.metrics.model_label(candidate.model)
-        self.metrics.routing_events.labels(label, candidate.route.deployment, event).inc()
-        if event == "fallback":
-            logger.warning("falling back to model %s: %s", candidate.model, detail)
+        self.upstreams = Upstreams(config, clients, metrics, sealer, shared)
 
     async def record_usage(self, project: str, model: str, usage: Item | None) -> None:
         """Keep the tokens of a call that no stored turn holds (a summary for a compaction)
@@ -203,8 +115,8 @@ class ResponsesService:
 
     async def compact(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
         """``POST /v1/responses/compact``: the compacted window of the request's context."""
-        route = self.route(body.model)
-        upstream = self.upstream(route, body.model, project)
+        route = self.upstreams.route(body.model)
+        upstream = self.upstreams.upstream(route, body.model, project)
         context = await self._resolve(body, project)
         answer, usage = await compact(body, route, upstream, context, self.sealer, project)
         await self.record_usage(project, body.model, usage)
@@ -212,8 +124,10 @@ class ResponsesService:
 
     async def count_input_tokens(self, body: InputTokensBody, project: str) -> int:
         """``POST /v1/responses/input_tokens``: the tokens of the whole resolved context."""
-        route = self.route(body.model) if body.model is not None else None
-        upstream = self.upstream(route, body.model, project) if route and body.model else None
+        route = self.upstreams.route(body.model) if body.model is not None else None
+        upstream = (
+            self.upstreams.upstream(route, body.model, project) if route and body.model else None
+        )
         context = await self._resolve(body, project)
         return await count_input_tokens(body, route, upstream, context, self.token_counter)
 
@@ -253,7 +167,7 @@ class ResponsesService:
         Turns on one conversation are serialised: the next reads the context only once
         the previous one has appended its items.
         """
-        route = self.route(body.model)
+        route = self.upstreams.route(body.model)
         async with AsyncExitStack() as stack:
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))
@@ -293,8 +207,8 @@ class ResponsesService:
                     request, history_count, self.token_counter, route.context_window
                 )
                 request, history_count = shorter or (request, history_count)
-            await self.cooldowns.refresh()
-            upstream = self.routed(body.model, project)
+            await self.upstreams.cooldowns.refresh()
+            upstream = self.upstreams.routed(body.model, project)
             if route.provider.mcp_runner() == "gateway" and (
                 has_mcp(request.get("tools"))
                 or holds_mcp(request["input"], len(snapshot.input), types)

@@ -34,6 +34,7 @@ from .schema import migrate
 T = TypeVar("T")
 
 CHECKPOINT_EVERY_WRITES = 500
+RESTART_EVERY_CHECKPOINTS = 4  # the WAL then holds at most about 2,000 writes
 
 Synchronous = Literal["full", "normal"]
 
@@ -106,6 +107,7 @@ class SQLiteConnections:
         self._write_lock = asyncio.Lock()
         self._writes = 0
         self._checkpointing: asyncio.Task[None] | None = None
+        self._checkpoints = 0
         self.wal_sync = WALSync(self.path, sync) if synchronous == "full" else None
 
     # -- the file under the connections ------------------------------------------------
@@ -252,15 +254,20 @@ class SQLiteConnections:
         await self.write(_probe_write)
 
     async def _checkpoint_between_writes(self) -> None:
-        """Copy the WAL into the database file while this process's writes wait for it
-        (the loop does not): a checkpoint run beside a steady stream of writes never
-        catches up with them, so the WAL is never started again from its beginning and
-        grows without bound, and every sync of a growing file costs several times one of
-        a file rewritten in place. Once a checkpoint has copied every frame, the next
-        write starts the WAL over."""
+        """Copy the WAL into the database file, the last frames while this process's
+        writes wait (the loop does not): a checkpoint run beside a steady stream of
+        writes never catches up with them, so the WAL is never started again from its
+        beginning and grows without bound, and every sync of a growing file costs several
+        times one of a file rewritten in place. Once a checkpoint has copied every frame,
+        the next write starts the WAL over. Most of the copying (and its syncs) happens
+        beside the writes; they wait (a few milliseconds) only for what came meanwhile, and
+        only every ``RESTART_EVERY_CHECKPOINTS``-th time."""
         try:
-            async with self._write_lock:
-                await self._on_thread(self._checkpoint)
+            await self._on_thread(self._checkpoint)  # most of the WAL, beside the writes
+            self._checkpoints += 1
+            if self._checkpoints % RESTART_EVERY_CHECKPOINTS == 0:
+                async with self._write_lock:  # then the frames written meanwhile
+                    await self._on_thread(self._checkpoint)
         except StoreUnavailable:
             pass  # closed meanwhile: nothing to copy
         finally:

@@ -64,7 +64,7 @@ from pathlib import Path
 from ..errors import StoreUnavailable
 
 SyncFunction = Callable[[int], None]
-GATHER_SECONDS = 0.0002
+GATHER_SECONDS = 0.0005
 """How long a sync waits for more commits to share it, when the last one had company."""
 
 

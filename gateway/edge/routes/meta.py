@@ -119,15 +119,16 @@ async def gateway_routes(request: Request) -> Response:
         }
         for name, provider in config.providers.items()
     }
-    await svc.cooldowns.refresh()  # those other instances started too
-    body = {"models": models, "providers": providers, "cooldowns": svc.cooldowns.report()}
+    cooldowns = svc.upstreams.cooldowns
+    await cooldowns.refresh()  # those other instances started too
+    body = {"models": models, "providers": providers, "cooldowns": cooldowns.report()}
     return JSONResponse(body)
 
 
 async def reset_gateway_routes(request: Request) -> Response:
     """End every cooldown and forget recent failures."""
     _check_admin(request, "The routes")
-    await service(request).cooldowns.reset()
+    await service(request).upstreams.cooldowns.reset()
     return JSONResponse({"cooldowns": {}})
 
 

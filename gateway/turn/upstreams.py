@@ -1,0 +1,126 @@
+"""Which upstream answers a model's turns: its route, its adapter for one deployment and
+key, metered, and, for a model with several deployments, keys, retries or fallbacks, the
+routed upstream that tries them in turn (:mod:`gateway.upstream.routing`)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import time
+from collections.abc import Mapping
+
+from session.shared import SharedLimits
+
+from ..config import GatewayConfig, Route
+from ..errors import not_found
+from ..observability.metered import MeteredUpstream
+from ..observability.metrics import Metrics
+from ..routing_settings import RetrySettings
+from ..sealing import Sealer
+from ..upstream import ProviderClient, ReasoningState, Upstream, build_upstream
+from ..upstream.cooldowns import Cooldowns
+from ..upstream.routing import Candidate, RoutedUpstream, plan
+
+logger = logging.getLogger(__name__)
+
+
+class Upstreams:
+    """Makes the upstream of each turn from the configuration, the providers' HTTP
+    clients and the cooldowns every instance shares."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        clients: Mapping[str, ProviderClient],
+        metrics: Metrics,
+        sealer: Sealer,
+        shared: SharedLimits,
+    ) -> None:
+        self.config = config
+        self.metrics = metrics
+        self.sealer = sealer
+        self.shared = shared
+        self.cooldowns = Cooldowns(config.routing.cooldown, shared)
+        self._clients = clients
+        self._rng = random.Random()
+
+    def route(self, model: str) -> Route:
+        """Where ``model`` goes; a 404 ``model_not_found`` if nothing routes it."""
+        route = self.config.route(model)
+        if route is None:
+            raise not_found(
+                f"The model '{model}' does not exist or is not routed by this gateway.",
+                param="model",
+                code="model_not_found",
+            )
+        return route
+
+    def upstream(self, route: Route, model: str, project: str) -> MeteredUpstream:
+        """The adapter for ``route`` (with its provider's first key), every call of it
+        metered under ``model``, ``project``."""
+        keys = route.provider.api_keys
+        return self._attempt(Candidate(model, route, keys[0] if keys else None), project)
+
+    def _attempt(self, candidate: Candidate, project: str) -> MeteredUpstream:
+        route = candidate.route
+        client = self._clients.get(route.provider_name)
+        if client is not None and candidate.key is not None:
+            client = client.with_key(candidate.key.key)
+        state = ReasoningState(self.sealer, project, route.deployment)
+        inner = build_upstream(route, client, state)
+        listed = self.config.models.get(candidate.model)
+        pricing = listed.pricing if listed is not None else None
+        return MeteredUpstream(
+            inner,
+            self.metrics,
+            route.provider_name,
+            candidate.model,
+            project,
+            route.deployment,
+            pricing,
+            candidate.key_name if candidate.key is not None else None,
+        )
+
+    def routed(self, model: str, project: str) -> Upstream:
+        """What answers ``model``'s turns: its deployments and keys, tried in turn, then
+        its fallbacks (see :mod:`gateway.upstream.routing`); a model with one of each
+        and no retries is just its adapter."""
+        plans = plan(self.config, model, self.cooldowns, self._rng)
+        listed = self.config.models.get(model)
+        larger = listed.context_window_fallbacks if listed is not None else []
+        retries = self._retries(model).attempts
+        if len(plans) == 1 and len(plans[0]) == 1 and retries in (None, 1) and not larger:
+            only = plans[0][0]
+            if only.key is None or only.key.requests_per_minute is None:
+                return self._attempt(only, project)
+        context_plans = [
+            p for name in larger for p in plan(self.config, name, self.cooldowns, self._rng)[:1]
+        ]
+        return RoutedUpstream(
+            plans,
+            context_plans,
+            functools.partial(self._attempt, project=project),
+            self.cooldowns,
+            self._retries,
+            self._observe_routing,
+            self._key_rate,
+        )
+
+    async def _key_rate(self, candidate: Candidate) -> float:
+        """Take a call from the candidate key's shared bucket (see routing)."""
+        key = candidate.key
+        if key is None or key.requests_per_minute is None:
+            return 0.0
+        name = f"upstream:{candidate.key_name}"
+        return await self.shared.take_request(name, key.requests_per_minute, time.time())
+
+    def _retries(self, model: str) -> RetrySettings:
+        listed = self.config.models.get(model)
+        return listed.retry if listed is not None else RetrySettings()
+
+    def _observe_routing(self, event: str, candidate: Candidate, detail: str) -> None:
+        label = self.metrics.model_label(candidate.model)
+        self.metrics.routing_events.labels(label, candidate.route.deployment, event).inc()
+        if event == "fallback":
+            logger.warning("falling back to model %s: %s", candidate.model, detail)
