@@ -4,71 +4,23 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import TypeVar
 
 import orjson
 
 from .agent_store import AgentStore, CursorKey, MemoryRunner
 from .browse import TurnQuery, UsageSample, newest_first, sample_of
 from .chain import DEFAULT_MAX_DEPTH
-from .conversations import Conversation, StoredConversation, fresh_items
+from .conversations import Conversation, StoredConversation
 from .errors import ConversationNotFound, ItemNotFound, KeyNotFound, ResponseNotFound
 from .keys import ApiKey
-from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse, normalise_input
+from .memory_records import ConversationState, Serialised, serialised_chain_turn
+from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order, page_items
 from .policy import check_save
 from .shared import InProcessLimits
 from .sqlite.schema import migrate
 from .turn_cache import TurnCache, resolve_cached
 from .usage import Pruned, UsageRecord, UsageRow, usage_of
-
-T = TypeVar("T")
-
-
-class _Serialised(Mapping[str, T]):
-    """Records kept as JSON, decoded afresh on each lookup (so callers share nothing)."""
-
-    def __init__(self, serialised: dict[str, str], decode: Callable[[str], T]) -> None:
-        self._serialised = serialised
-        self._decode = decode
-
-    def __getitem__(self, key: str) -> T:
-        return self._decode(self._serialised[key])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._serialised)
-
-    def __len__(self) -> int:
-        return len(self._serialised)
-
-
-def _chain_turn(serialised: str) -> ChainTurn:
-    record = orjson.loads(serialised)
-    return ChainTurn(
-        record["id"],
-        record["previous_response_id"],
-        record["status"],
-        record["request"]["input"],
-        record["response"]["output"],
-    )
-
-
-@dataclass
-class _ConversationState:
-    record: str
-    updated_at: float
-    items: dict[str, str] = field(default_factory=dict)  # item id -> JSON, in append order
-
-    def append(self, items: list[Item]) -> list[Item]:
-        batch = normalise_input(items)
-        stored = _Serialised(self.items, json.loads)
-        existing = {item["id"]: stored[item["id"]] for item in batch if item["id"] in stored}
-        for item in fresh_items(batch, existing):
-            self.items[item["id"]] = json.dumps(item)
-            self.updated_at = time.time()
-        return batch
 
 
 class MemoryStore(InProcessLimits):
@@ -89,7 +41,7 @@ class MemoryStore(InProcessLimits):
         self._unfinished: dict[tuple[str, str], float] = {}  # (project, id) -> created_at
         self._beats: dict[str, float] = {}  # instance id -> when it was last alive
         self._ledger: list[UsageRecord] = []  # tokens no stored turn holds
-        self._conversations: dict[str, dict[str, _ConversationState]] = {}
+        self._conversations: dict[str, dict[str, ConversationState]] = {}
         self._keys: dict[str, str] = {}  # key id -> JSON
         self._secrets: dict[str, str] = {}
         self._agent = MemoryRunner(migrate)
@@ -99,9 +51,9 @@ class MemoryStore(InProcessLimits):
 
     # -- responses ---------------------------------------------------------------------
 
-    def _project(self, project: str) -> _Serialised[StoredResponse]:
+    def _project(self, project: str) -> Serialised[StoredResponse]:
         serialised = self._responses.setdefault(project, {})
-        return _Serialised(serialised, StoredResponse.model_validate_json)
+        return Serialised(serialised, StoredResponse.model_validate_json)
 
     def _find(self, project: str, response_id: str) -> StoredResponse:
         record = self._project(project).get(response_id)
@@ -128,7 +80,8 @@ class MemoryStore(InProcessLimits):
             self._conversation(record.project, record.conversation_id).append(conversation_items)
         serialised = record.model_dump_json()
         self._responses[record.project][record.id] = serialised
-        self._cache.put(record.project, _chain_turn(serialised))  # its own copy of the items
+        # The cached turn decodes its own copy of the items.
+        self._cache.put(record.project, serialised_chain_turn(serialised))
         key = (record.project, record.id)
         if record.status in ("in_progress", "queued"):
             self._unfinished[key] = record.created_at
@@ -150,7 +103,7 @@ class MemoryStore(InProcessLimits):
         turns: list[ChainTurn] = []
         current: str | None = head
         while current in records and len(turns) < limit:
-            turns.append(_chain_turn(records[current]))
+            turns.append(serialised_chain_turn(records[current]))
             current = turns[-1].previous_response_id
         return turns
 
@@ -176,7 +129,7 @@ class MemoryStore(InProcessLimits):
 
     # -- conversations -----------------------------------------------------------------
 
-    def _conversation(self, project: str, conversation_id: str) -> _ConversationState:
+    def _conversation(self, project: str, conversation_id: str) -> ConversationState:
         state = self._conversations.get(project, {}).get(conversation_id)
         if state is None:
             raise ConversationNotFound(conversation_id)
@@ -185,7 +138,7 @@ class MemoryStore(InProcessLimits):
     async def create_conversation(
         self, conversation: Conversation, items: list[Item]
     ) -> list[Item]:
-        state = _ConversationState(conversation.model_dump_json(), conversation.created_at)
+        state = ConversationState(conversation.model_dump_json(), conversation.created_at)
         stored = state.append(items)
         self._conversations.setdefault(conversation.project, {})[conversation.id] = state
         return stored

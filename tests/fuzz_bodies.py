@@ -181,6 +181,27 @@ QUERY_VALUES = st.one_of(
 QUERIES = st.dictionaries(
     st.sampled_from(["limit", "order", "after", "before", "include"]), QUERY_VALUES, max_size=3
 )
+CONSOLE_PATHS = [
+    "whoami",
+    "search",
+    "projects",
+    "responses",
+    "responses/{id}",
+    "responses/{id}/chain",
+    "conversations/{id}",
+    "store/conversations",
+    "store/conversations/{id}",
+    "usage",
+    "keys",
+]
+CONSOLE_QUERIES = st.dictionaries(
+    st.sampled_from(
+        ["q", "project", "model", "status", "key", "since", "until", "after", "limit", "bucket",
+         "by", "before"]
+    ),
+    QUERY_VALUES,
+    max_size=4,
+)  # fmt: skip
 
 
 # -- the agent Store (/v1/store) ------------------------------------------------------------

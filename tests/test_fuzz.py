@@ -28,6 +28,8 @@ from .fake_upstream import FakeUpstream
 from .fuzz_bodies import (
     CALL_BODIES,
     CALL_NAMES,
+    CONSOLE_PATHS,
+    CONSOLE_QUERIES,
     HOSTILE,
     QUERIES,
     STORE_IDS,
@@ -261,3 +263,20 @@ def test_gateway_routes(
     emptied = client.post("/v1/gateway/routes/reset", params=query)
     assert check(emptied, errors) == {"cooldowns": {}}
     assert client.put("/v1/gateway/routes").status_code == 405
+
+
+@FUZZ
+@given(path=st.sampled_from(CONSOLE_PATHS), ident=TEXT, query=CONSOLE_QUERIES, body=HOSTILE)
+def test_console_endpoints(
+    client: httpx.Client,
+    errors: ErrorLog,
+    path: str,
+    ident: str,
+    query: dict[str, str],
+    body: Any,
+) -> None:
+    named = path.replace("{id}", store_segment(ident) or "x")
+    answer = check(client.get(f"/v1/gateway/console/{named}", params=query), errors)
+    assert answer is not None
+    login = client.post("/v1/gateway/console/login", content=encode(body), headers=JSON)
+    check(login, errors)

@@ -263,13 +263,12 @@ class SQLiteConnections:
         beside the writes; they wait (a few milliseconds) only for what came meanwhile, and
         only every ``RESTART_EVERY_CHECKPOINTS``-th time."""
         try:
-            await self._on_thread(self._checkpoint)  # most of the WAL, beside the writes
-            self._checkpoints += 1
-            if self._checkpoints % RESTART_EVERY_CHECKPOINTS == 0:
-                async with self._write_lock:  # then the frames written meanwhile
-                    await self._on_thread(self._checkpoint)
-        except StoreUnavailable:
-            pass  # closed meanwhile: nothing to copy
+            with contextlib.suppress(StoreUnavailable):  # closed meanwhile: nothing to copy
+                await self._on_thread(self._checkpoint)  # most of the WAL, beside the writes
+                self._checkpoints += 1
+                if self._checkpoints % RESTART_EVERY_CHECKPOINTS == 0:
+                    async with self._write_lock:  # then the frames written meanwhile
+                        await self._on_thread(self._checkpoint)
         finally:
             self._checkpointing = None
 
