@@ -13,7 +13,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -182,6 +182,8 @@ def raw_server(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[
             pass
         finally:
             writer.close()
+            with suppress(Exception, asyncio.CancelledError):
+                await writer.wait_closed()
 
     server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls))
     thread = threading.Thread(target=loop.run_forever, daemon=True)
@@ -196,10 +198,16 @@ def raw_server(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[
 
 
 async def _stopped(server: asyncio.Server) -> None:
+    """Stop accepting, then end every handler (including one whose connection was accepted
+    while the others ended) and let the closed transports finish closing."""
     server.close()
     current = asyncio.current_task()
-    handlers = [task for task in asyncio.all_tasks() if task is not current]
-    for task in handlers:
-        task.cancel()
-    await asyncio.gather(*handlers, return_exceptions=True)
+    while True:
+        await asyncio.sleep(0.01)
+        handlers = [task for task in asyncio.all_tasks() if task is not current]
+        if not handlers:
+            break
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
     await server.wait_closed()
