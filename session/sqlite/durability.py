@@ -53,9 +53,8 @@ the file really holds).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -69,7 +68,7 @@ GATHER_SECONDS = 0.0005
 
 
 class _WALFile:
-    """The ``-wal`` file of one database, opened to be synced (on the sync thread only)."""
+    """The ``-wal`` file of one database, opened (on the sync thread) to be synced."""
 
     def __init__(self, database: Path, sync: SyncFunction) -> None:
         self.path = Path(f"{database}-wal")
@@ -77,18 +76,25 @@ class _WALFile:
         self._sync = sync
         self._fd: int | None = None
 
-    def sync(self) -> None:
-        fd = self._open()
-        self._sync(fd)
+    def check(self) -> int | None:
+        """On the loop: the open WAL's descriptor, once checked to be the database's WAL
+        still (``None`` before the first sync opens it)."""
+        if self._fd is None:
+            return None
+        inode = os.stat(self.path).st_ino  # FileNotFoundError: the WAL was removed
+        if os.fstat(self._fd).st_ino != inode:
+            # SQLite goes on writing to the file it opened: syncing the new one would
+            # vouch for commits it does not hold.
+            raise OSError(f"{self.path} was replaced under the open database")
+        return self._fd
+
+    def sync(self, fd: int | None) -> None:
+        """On the sync thread: sync ``fd`` (``check``'s answer), opening the WAL first
+        when it is not open yet."""
+        self._sync(self._open() if fd is None else fd)
 
     def _open(self) -> int:
-        inode = os.stat(self.path).st_ino  # FileNotFoundError: the WAL was removed
-        if self._fd is not None:
-            if os.fstat(self._fd).st_ino != inode:
-                # SQLite goes on writing to the file it opened: syncing the new one
-                # would vouch for commits it does not hold.
-                raise OSError(f"{self.path} was replaced under the open database")
-            return self._fd
+        inode = os.stat(self.path).st_ino
         self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         if os.fstat(self._fd).st_ino != inode:
             raise OSError(f"{self.path} was replaced under the open database")
@@ -107,10 +113,9 @@ class _WALFile:
 
 @dataclass(frozen=True)
 class _Batch:
-    """The writes one sync answers: their shared future, and how many they are."""
+    """The writes one sync answers: a future for each of them."""
 
-    future: asyncio.Future[None] | None
-    count: int
+    waiters: list[asyncio.Future[None]]
 
 
 class WALSync:
@@ -118,18 +123,17 @@ class WALSync:
 
     Lives on the event loop: :meth:`after_commit` is called on the loop once a
     transaction committed, and returns when a sync that started after that commit
-    has completed.
+    has completed. Each waiter has a future of its own, which the sync thread's one
+    callback on the loop resolves: a write resumes one loop iteration after its sync
+    (a future shared through ``shield`` or ``run_in_executor`` costs two more).
     """
 
     def __init__(self, database: Path, sync: SyncFunction = os.fdatasync) -> None:
         self._file = _WALFile(database, sync)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-sync")
         self._running = False
-        # The waiters of the next sync, and how many they are; the sync thread takes
-        # them under the lock when it gathers (see _sync).
-        self._lock = threading.Lock()
-        self._next: asyncio.Future[None] | None = None
-        self._waiting = 0
+        # The writes waiting for the next sync (touched on the loop only).
+        self._waiters: list[asyncio.Future[None]] = []
         self._last_batch = 0
         self._failure: str | None = None
         self.syncs = 0
@@ -143,54 +147,59 @@ class WALSync:
         """Return once everything committed before this call is on the disk."""
         self.check()
         loop = asyncio.get_running_loop()
-        with self._lock:
-            if self._next is None:
-                self._next = loop.create_future()
-            waiting = self._next
-            self._waiting += 1
+        waiter = loop.create_future()
+        self._waiters.append(waiter)
         if not self._running:
             self._start(loop)
-        # A cancelled caller leaves the sync, shared with others, running.
-        await asyncio.shield(waiting)
+        # A cancelled caller cancels its own future only: the sync goes on for the others.
+        await waiter
 
     def _take(self) -> _Batch:
-        with self._lock:
-            batch = _Batch(self._next, self._waiting)
-            self._next, self._waiting = None, 0
+        batch = _Batch(self._waiters)
+        self._waiters = []
         return batch
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         self._running = True
-        # Writes keep arriving while the last sync had company: let the commits of the
-        # next moments join this sync. A write alone is synced at once.
-        gather = GATHER_SECONDS if self._last_batch > 1 else 0.0
-        batch = None if gather else self._take()
+        if self._last_batch > 1:
+            # Writes keep arriving while the last sync had company: let the commits of
+            # the next moments join this sync. A write alone is synced at once.
+            loop.call_later(GATHER_SECONDS, self._submit, loop)
+        else:
+            self._submit(loop)
+
+    def _submit(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand a sync for every write committed so far to the sync thread. All but the
+        sync itself happens here, on the loop: each time the thread takes the
+        interpreter's lock from the loop costs both of them more than the work it does."""
+        batch = self._take()
         try:
-            done = loop.run_in_executor(self._thread, self._sync, batch, gather)
+            fd = self._file.check()
+        except OSError as error:
+            self._finished(loop, batch, error)
+            return
+        try:
+            self._thread.submit(self._sync, loop, batch, fd)
         except RuntimeError:  # the thread is shut down: the store is closed
             self._running = False
-            self._fail(batch or self._take(), "The session database is closed.")
-            return
-        done.add_done_callback(lambda finished: self._finished(loop, finished.result()))
+            self._fail(batch, "The session database is closed.")
 
-    def _sync(self, batch: _Batch | None, gather: float) -> tuple[_Batch, OSError | None]:
-        """On the sync thread: gather the waiters (when not given), then sync for them."""
-        if batch is None:
-            time.sleep(gather)
-            batch = self._take()  # every one of them committed before this point
+    def _sync(self, loop: asyncio.AbstractEventLoop, batch: _Batch, fd: int | None) -> None:
+        """On the sync thread: sync for ``batch``, and hand the outcome to the loop."""
+        error: Exception | None = None
         try:
-            self._file.sync()
-        except OSError as error:
-            return batch, error
-        return batch, None
+            self._file.sync(fd)
+        except Exception as failed:  # every waiter must hear of it
+            error = failed
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            loop.call_soon_threadsafe(self._finished, loop, batch, error)
 
     def _finished(
-        self, loop: asyncio.AbstractEventLoop, outcome: tuple[_Batch, OSError | None]
+        self, loop: asyncio.AbstractEventLoop, batch: _Batch, error: Exception | None
     ) -> None:
-        batch, error = outcome
         self._running = False
         self.syncs += 1
-        self._last_batch = batch.count
+        self._last_batch = len(batch.waiters)
         if error is not None:
             self._failure = (
                 f"The session database's journal could not be synced to the disk ({error}); "
@@ -202,17 +211,18 @@ class WALSync:
             self._fail(batch, self._failure)
             self._fail(self._take(), self._failure)
             return
-        if batch.future is not None and not batch.future.done():
-            batch.future.set_result(None)
-        if self._next is not None:
+        for waiter in batch.waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        if self._waiters:
             self._start(loop)
 
     @staticmethod
     def _fail(batch: _Batch, message: str) -> None:
-        future = batch.future
-        if future is not None and not future.done():
-            future.set_exception(StoreUnavailable(message))
-            future.exception()  # retrieved: a cancelled waiter leaves no warning
+        for waiter in batch.waiters:
+            if not waiter.done():
+                waiter.set_exception(StoreUnavailable(message))
+                waiter.exception()  # retrieved: a cancelled caller leaves no warning
 
     def close(self) -> None:
         self._thread.shutdown(wait=True)
