@@ -3,10 +3,17 @@ children, recent turns by filter, and usage samples that total as ``usage`` does
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import pytest
 
 from session import SessionStore
 from session.browse import TurnQuery, usage_series
+from session.sql.browse import find
+from session.sql.dialect import POSTGRES, SQLITE, Dialect
+from session.sql.statement import Statement
+from session.sqlite.schema import migrate as sqlite_migrate
 
 from .console_data import START, seed
 
@@ -74,3 +81,34 @@ async def test_usage_samples_total_as_usage_does(store: SessionStore) -> None:
     only_b = await store.usage_samples("team-b", 0.0, START + 10**6)
     assert [sample.project for sample in only_b] == ["team-b"]
     assert await store.usage_samples(None, START + 10**6, START + 10**7) == []
+
+
+def _request_id_search(dialect: Dialect) -> Statement:
+    statement: Statement = next(find(dialect, TurnQuery(request_id="req_1", project="p"), 1))
+    return statement
+
+
+def test_a_request_id_is_found_through_its_index_on_sqlite(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / "sessions.db", isolation_level=None)
+    sqlite_migrate(conn)
+    statement = _request_id_search(SQLITE)
+    plan = conn.execute(f"EXPLAIN QUERY PLAN {statement.sql}", statement.params).fetchall()
+    conn.close()
+    assert any("USING INDEX responses_request_id" in row[-1] for row in plan), plan
+
+
+async def test_a_request_id_is_found_through_its_index_on_postgres(postgres_dsn: str) -> None:
+    import psycopg
+
+    from session.postgres.schema import migrate as postgres_migrate
+
+    statement = _request_id_search(POSTGRES)
+    async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as conn:
+        await postgres_migrate(conn)
+        await conn.execute("SET enable_seqscan = off")  # a tiny table: ask whether it can
+        cursor = await conn.execute(
+            f"EXPLAIN {POSTGRES.render(statement.sql)}",  # type: ignore[arg-type]
+            statement.params,
+        )
+        plan = " ".join(row[0] for row in await cursor.fetchall())
+    assert "responses_request_id" in plan, plan

@@ -196,3 +196,39 @@ def test_a_socket_needs_a_key_when_keys_are_on(
         admin = {"authorization": "Bearer admin-key-0123456789abcdef"}
         metrics = httpx.get(f"{url}/metrics", headers=admin).text
         assert 'method="WEBSOCKET",route="/v1/responses",status="429"} 1.0' in metrics
+
+
+def test_a_socket_turn_records_its_key_and_request_id_and_counts_its_cost(
+    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
+) -> None:
+    """Turns on a socket are billed to its key like any other: a budget stops the next."""
+    key = "sk-budget-socket-0123456789"
+    admin = {"authorization": "Bearer admin-key-0123456789abcdef"}
+    auth = {
+        "mode": "keys",
+        "admin_key": "admin-key-0123456789abcdef",
+        "keys": [{"key": key, "project": "p", "name": "sock", "budget_usd": 0.00001}],
+    }
+    priced = {
+        "provider": "fake-chat",
+        "upstream_model": "upstream-chat",
+        "pricing": {"input": 1.0, "output": 2.0},
+    }
+    config = gateway_config(
+        fake_upstream[1], tmp_path / "w.db", auth=auth, models={"priced": priced}
+    )
+    headers = {"authorization": f"Bearer {key}", "x-request-id": "req-socket-1"}
+    with serve(create_app(config)) as url:
+        with connect(ws_url(url), additional_headers=headers) as socket:
+            assert socket.response.headers["x-request-id"] == "req-socket-1"
+            frame = {"type": "response.create", "model": "priced", "input": "hi"}
+            done = raw_turn(socket, frame)[-1]
+            assert done["type"] == "response.completed"
+            refused = raw_turn(socket, frame)
+        assert refused[0]["status"] == 429
+        assert refused[0]["error"]["code"] == "insufficient_quota"
+        stored = httpx.get(
+            f"{url}/v1/gateway/console/responses/{done['response']['id']}", headers=admin
+        ).json()
+    assert stored["request_id"] == "req-socket-1"
+    assert stored["key_id"] == "static:sock"

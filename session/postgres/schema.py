@@ -207,6 +207,11 @@ MIGRATIONS: list[str] = [
     );
     ALTER TABLE api_keys ADD COLUMN budget_usd DOUBLE PRECISION;
     """,
+    # The console finds a turn by the request id that made it.
+    """
+    CREATE INDEX responses_request_id ON responses ((metadata #>> '{request_id}'))
+        WHERE metadata #>> '{request_id}' IS NOT NULL;
+    """,
 ]
 
 

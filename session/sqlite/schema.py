@@ -189,6 +189,10 @@ MIGRATIONS: list[tuple[str, ...]] = [
         " (name TEXT PRIMARY KEY, ends_at REAL NOT NULL, error TEXT NOT NULL)",
         "ALTER TABLE api_keys ADD COLUMN budget_usd REAL",
     ),
+    (  # 16: the console finds a turn by the request id that made it
+        "CREATE INDEX responses_request_id ON responses (json_extract(metadata, '$.request_id'))"
+        " WHERE json_extract(metadata, '$.request_id') IS NOT NULL",
+    ),
 ]
 
 

@@ -30,16 +30,14 @@ class ObserveMiddleware:
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await self._socket(scope, receive, send)
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
-        client_id = None
-        for name, value in scope["headers"]:
-            if name == b"x-request-id":
-                client_id = value
-                break
-        log = RequestLog(request_id_of(client_id))
+        log = RequestLog(request_id_of(_client_request_id(scope)))
         id_header = (b"x-request-id", log.request_id.encode())
         token = CURRENT_REQUEST.set(log)
         status = 500
@@ -68,3 +66,27 @@ class ObserveMiddleware:
                 line = AccessLine(client, scope["method"], scope["path"], status, elapsed, log)
                 logger.info(line)  # while the request id is current
             CURRENT_REQUEST.reset(token)
+
+    async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A WebSocket's id is its upgrade request's: every turn on it is stored with it
+        (and with its key), and the accept (or refusal) carries it back."""
+        log = RequestLog(request_id_of(_client_request_id(scope)))
+        id_header = (b"x-request-id", log.request_id.encode())
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] in ("websocket.accept", "websocket.http.response.start"):
+                message = {**message, "headers": [*message.get("headers", ()), id_header]}
+            await send(message)
+
+        token = CURRENT_REQUEST.set(log)
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            CURRENT_REQUEST.reset(token)
+
+
+def _client_request_id(scope: Scope) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == b"x-request-id":
+            return bytes(value)
+    return None
