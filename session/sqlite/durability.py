@@ -57,7 +57,6 @@ import contextlib
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import StoreUnavailable
@@ -111,13 +110,6 @@ class _WALFile:
             self._fd = None
 
 
-@dataclass(frozen=True)
-class _Batch:
-    """The writes one sync answers: a future for each of them."""
-
-    waiters: list[asyncio.Future[None]]
-
-
 class WALSync:
     """Syncs the WAL file of one database after commits, one sync for many of them.
 
@@ -154,9 +146,9 @@ class WALSync:
         # A cancelled caller cancels its own future only: the sync goes on for the others.
         await waiter
 
-    def _take(self) -> _Batch:
-        batch = _Batch(self._waiters)
-        self._waiters = []
+    def _take(self) -> list[asyncio.Future[None]]:
+        """The writes the next sync answers: every one committed so far."""
+        batch, self._waiters = self._waiters, []
         return batch
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -184,7 +176,9 @@ class WALSync:
             self._running = False
             self._fail(batch, "The session database is closed.")
 
-    def _sync(self, loop: asyncio.AbstractEventLoop, batch: _Batch, fd: int | None) -> None:
+    def _sync(
+        self, loop: asyncio.AbstractEventLoop, batch: list[asyncio.Future[None]], fd: int | None
+    ) -> None:
         """On the sync thread: sync for ``batch``, and hand the outcome to the loop."""
         error: Exception | None = None
         try:
@@ -195,11 +189,14 @@ class WALSync:
             loop.call_soon_threadsafe(self._finished, loop, batch, error)
 
     def _finished(
-        self, loop: asyncio.AbstractEventLoop, batch: _Batch, error: Exception | None
+        self,
+        loop: asyncio.AbstractEventLoop,
+        batch: list[asyncio.Future[None]],
+        error: Exception | None,
     ) -> None:
         self._running = False
         self.syncs += 1
-        self._last_batch = len(batch.waiters)
+        self._last_batch = len(batch)
         if error is not None:
             self._failure = (
                 f"The session database's journal could not be synced to the disk ({error}); "
@@ -211,15 +208,15 @@ class WALSync:
             self._fail(batch, self._failure)
             self._fail(self._take(), self._failure)
             return
-        for waiter in batch.waiters:
+        for waiter in batch:
             if not waiter.done():
                 waiter.set_result(None)
         if self._waiters:
             self._start(loop)
 
     @staticmethod
-    def _fail(batch: _Batch, message: str) -> None:
-        for waiter in batch.waiters:
+    def _fail(batch: list[asyncio.Future[None]], message: str) -> None:
+        for waiter in batch:
             if not waiter.done():
                 waiter.set_exception(StoreUnavailable(message))
                 waiter.exception()  # retrieved: a cancelled caller leaves no warning
