@@ -20,6 +20,7 @@ class StaticKey(BaseModel):
     name: str | None = None
     requests_per_minute: int | None = Field(default=None, ge=1)
     budget_usd: float | None = Field(default=None, gt=0)  # per calendar month (UTC)
+    budget_tokens: int | None = Field(default=None, ge=1)  # per calendar month (UTC)
 
 
 class AuthSettings(BaseModel):

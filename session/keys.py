@@ -26,6 +26,7 @@ class ApiKey(BaseModel):
     revoked_at: float | None = None
     requests_per_minute: int | None = Field(default=None, ge=1)
     budget_usd: float | None = Field(default=None, gt=0)  # per calendar month (UTC)
+    budget_tokens: int | None = Field(default=None, ge=1)  # per calendar month (UTC)
 
 
 def hash_secret(secret: str) -> str:
@@ -39,6 +40,7 @@ def new_key(
     name: str | None = None,
     requests_per_minute: int | None = None,
     budget_usd: float | None = None,
+    budget_tokens: int | None = None,
 ) -> tuple[ApiKey, str]:
     """A fresh key and its secret; the secret exists only in what this returns."""
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
@@ -49,6 +51,7 @@ def new_key(
         secret_hash=hash_secret(secret),
         requests_per_minute=requests_per_minute,
         budget_usd=budget_usd,
+        budget_tokens=budget_tokens,
     )
     return key, secret
 

@@ -104,3 +104,28 @@ def test_an_open_gateway_must_bind_loopback(tmp_path: Path) -> None:
     assert served.returncode == 2 and "auth.mode" in served.stderr
     keyed = write_config(tmp_path, server={"host": "0.0.0.0"})
     assert gateway("check-config", "--config", keyed).returncode == 0
+
+
+def test_a_managed_key_with_a_token_budget_is_stopped_once_it_is_used(tmp_path: Path) -> None:
+    config = write_config(tmp_path)
+    create = ("keys", "create", "--project", "p", "--config", config, "--budget-tokens")
+    refused = gateway(*create, "0")
+    assert refused.returncode != 0 and "--budget-tokens must be at least 1" in refused.stderr
+    created = gateway(*create, "3")
+    assert created.returncode == 0, created.stderr
+    secret, key_id = created.stdout.strip(), created.stderr.split()[1]
+    listed = gateway("keys", "list", "--config", config).stdout
+    assert "BUDGET_TOKENS" in listed.splitlines()[0]
+    assert listed.splitlines()[1].split()[-1] == "3"
+
+    with serve(create_app(load_config(config))) as url:
+        headers = {"authorization": f"Bearer {secret}"}
+        body = {"model": "echo", "input": "hello there, a few tokens"}
+        answered = httpx.post(f"{url}/v1/responses", json=body, headers=headers)
+        assert answered.status_code == 200
+        assert answered.json()["usage"]["total_tokens"] > 3
+        stopped = httpx.post(f"{url}/v1/responses", json=body, headers=headers)
+    assert stopped.status_code == 429
+    error = stopped.json()["error"]
+    assert error["code"] == "insufficient_quota" and "budget of 3 tokens" in error["message"]
+    assert key_id in listed

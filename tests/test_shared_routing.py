@@ -38,6 +38,8 @@ def shared_config(url: str, session: dict[str, Any], run: str, **extra: Any) -> 
                  "requests_per_minute": 4},
                 {"key": "budget-key-0123456789", "project": "p", "name": f"budget-{run}",
                  "budget_usd": 0.00001},
+                {"key": "tokens-key-0123456789", "project": "p", "name": f"tokens-{run}",
+                 "budget_tokens": 5},
                 {"key": "plain-key-0123456789", "project": "p", "name": f"plain-{run}"},
             ],
         },
@@ -144,6 +146,20 @@ def test_a_budget_stops_the_key_on_every_instance(
         assert "budget of $0.00" in error["message"]
     assert len(fake.requests) == 1  # nothing more was sent upstream
     assert post(second, "plain-key-0123456789", "priced").status_code == 200
+
+
+def test_a_token_budget_stops_the_key_on_every_instance(
+    two_on_postgres: tuple[FakeUpstream, list[str]],
+) -> None:
+    fake, (first, second) = two_on_postgres
+    assert post(first, "tokens-key-0123456789").status_code == 200  # an unpriced model
+    for url in (first, second):
+        refused = post(url, "tokens-key-0123456789")
+        assert refused.status_code == 429
+        error = refused.json()["error"]
+        assert error["code"] == "insufficient_quota"
+        assert "budget of 5 tokens" in error["message"]
+    assert len(fake.requests) == 1
 
 
 def test_through_redis_instances_on_their_own_files_share_a_keys_rate(

@@ -51,6 +51,12 @@ def add_commands(commands: Any, config_help: str) -> None:
     create.add_argument(
         "--budget-usd", type=float, metavar="N", help="spend per calendar month (UTC)"
     )
+    create.add_argument(
+        "--budget-tokens",
+        type=int,
+        metavar="N",
+        help="input and output tokens per calendar month (UTC)",
+    )
     listing = actions.add_parser("list", help="list keys (never their secrets)")
     listing.add_argument("--project", type=_project)
     revoke = actions.add_parser("revoke", help="revoke a key on every instance")
@@ -109,11 +115,14 @@ async def _keys(args: argparse.Namespace, store: SessionStore) -> None:
             raise SystemExit("gateway: --requests-per-minute must be at least 1")
         if args.budget_usd is not None and not args.budget_usd > 0:
             raise SystemExit("gateway: --budget-usd must be more than 0")
+        if args.budget_tokens is not None and args.budget_tokens < 1:
+            raise SystemExit("gateway: --budget-tokens must be at least 1")
         key, secret = new_key(
             args.project,
             name=args.name,
             requests_per_minute=args.requests_per_minute,
             budget_usd=args.budget_usd,
+            budget_tokens=args.budget_tokens,
         )
         await store.create_key(key)
         print(secret)
@@ -132,10 +141,20 @@ async def _keys(args: argparse.Namespace, store: SessionStore) -> None:
                 "active" if key.revoked_at is None else f"revoked {_when(key.revoked_at)}",
                 key.requests_per_minute,
                 key.budget_usd,
+                key.budget_tokens,
             )
             for key in keys
         ]
-        header = ("ID", "PROJECT", "NAME", "CREATED", "STATUS", "RPM", "BUDGET_USD")
+        header = (
+            "ID",
+            "PROJECT",
+            "NAME",
+            "CREATED",
+            "STATUS",
+            "RPM",
+            "BUDGET_USD",
+            "BUDGET_TOKENS",
+        )
         print(_table(header, rows))
     else:
         key = await store.revoke_key(args.key_id)

@@ -26,6 +26,7 @@ from ..observability.measured_store import measured
 from ..observability.metrics import Metrics
 from ..sealing import Sealer
 from ..turn.service import ResponsesService
+from ..turn.spending import Spending
 from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
 from ..upstream import ProviderClient, UnsupportedInput, UpstreamError
 from .auth import Authenticator
@@ -131,11 +132,14 @@ def create_app(
                 "compaction", secrets.token_urlsafe(32)
             )
             shared = await stack.enter_async_context(shared_limits(config, measured_store))
+            spending = Spending(shared)
             service = ResponsesService(
-                measured_store, config, clients, metrics, Sealer(secret), shared
+                measured_store, config, clients, metrics, Sealer(secret), shared, spending
             )
             app.state.service = service
-            app.state.authenticator = Authenticator(config.auth, measured_store, shared)
+            app.state.authenticator = Authenticator(
+                config.auth, measured_store, shared, spending=spending
+            )
             stop_upkeep = asyncio.Event()
             upkeep = [
                 asyncio.create_task(

@@ -34,6 +34,7 @@ class Caller:
     key_id: str
     requests_per_minute: int | None = None
     budget_usd: float | None = None
+    budget_tokens: int | None = None
 
 
 def unauthorized(message: str) -> APIError:
@@ -79,10 +80,13 @@ class Authenticator:
         shared: SharedLimits,
         clock: Callable[[], float] = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
+        spending: Spending | None = None,
     ) -> None:
+        """``spending`` is the one the gateway's turns record to (one of its own if not
+        given)."""
         self._store = store
         self._shared = shared
-        self._spending = Spending(shared, wall_clock)
+        self._spending = spending or Spending(shared, wall_clock)
         self._clock = clock
         self._wall_clock = wall_clock
         self._ttl = settings.cache_seconds
@@ -94,6 +98,7 @@ class Authenticator:
                     f"static:{entry.name or n}",
                     entry.requests_per_minute,
                     entry.budget_usd,
+                    entry.budget_tokens,
                 ),
             )
             for n, entry in enumerate(settings.keys)
@@ -119,7 +124,9 @@ class Authenticator:
             and key.revoked_at is None
             and hmac.compare_digest(key.secret_hash, digest)
         ):
-            caller = Caller(key.project, key.id, key.requests_per_minute, key.budget_usd)
+            caller = Caller(
+                key.project, key.id, key.requests_per_minute, key.budget_usd, key.budget_tokens
+            )
         self._cache[digest] = (now + self._ttl, caller)
         self._cache.move_to_end(digest)
         while len(self._cache) > MAX_CACHED_KEYS:
@@ -145,7 +152,7 @@ class Authenticator:
     async def acquire(self, caller: Caller) -> None:
         """Take one more request from the caller's rate limit (a 429 past it, or past its
         monthly budget)."""
-        await self._spending.check(caller.key_id, caller.budget_usd)
+        await self._spending.check(caller.key_id, caller.budget_usd, caller.budget_tokens)
         limit = caller.requests_per_minute
         if limit is None:
             return

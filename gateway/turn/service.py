@@ -88,9 +88,10 @@ class ResponsesService:
         metrics: Metrics,
         sealer: Sealer,
         shared: SharedLimits,
+        spending: Spending,
     ) -> None:
         self.store = store
-        self.spending = Spending(shared)
+        self.spending = spending
         self.config = config
         self.metrics = metrics
         self.sealer = sealer

@@ -212,6 +212,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX responses_request_id ON responses ((metadata #>> '{request_id}'))
         WHERE metadata #>> '{request_id}' IS NOT NULL;
     """,
+    # A managed key's monthly budget in tokens.
+    "ALTER TABLE api_keys ADD COLUMN budget_tokens BIGINT;",
 ]
 
 

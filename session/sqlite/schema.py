@@ -193,6 +193,9 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "CREATE INDEX responses_request_id ON responses (json_extract(metadata, '$.request_id'))"
         " WHERE json_extract(metadata, '$.request_id') IS NOT NULL",
     ),
+    (  # 17: a managed key's monthly budget in tokens
+        "ALTER TABLE api_keys ADD COLUMN budget_tokens INTEGER",
+    ),
 ]
 
 
