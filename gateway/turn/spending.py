@@ -83,7 +83,11 @@ class Spending:
             return
         cost = record.metadata.get("cost_usd")
         usage = record.response.usage or {}
-        tokens = usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+        tokens = sum(
+            count
+            for count in (usage.get("input_tokens"), usage.get("output_tokens"))
+            if isinstance(count, int)
+        )
         try:
             if cost:
                 await self._shared.add_spend(spend_name(key_id, record.created_at), float(cost))
