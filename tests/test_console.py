@@ -43,7 +43,7 @@ class Console:
 @pytest.fixture(scope="module")
 def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     root = tmp_path_factory.mktemp("console-api")
-    key, secret = new_key("default", name="console-test")
+    key, secret = new_key("default", name="console-test", budget_tokens=1_000_000)
 
     async def fill() -> Seeded:
         store = SQLiteStore(root / "s.db")
@@ -235,6 +235,7 @@ def test_keys_for_the_admin_only_and_never_a_secret(console: Console) -> None:
     (key,) = listed.json()["data"]
     assert key["id"] == console.managed_id and key["project"] == "default"
     assert key["name"] == "console-test" and key["revoked_at"] is None
+    assert (key["budget_usd"], key["budget_tokens"]) == (None, 1_000_000)
     assert "secret_hash" not in key and console.managed_secret not in listed.text
     refused = console.get(f"{API}/keys", auth=DEFAULT_KEY)
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "permission_denied"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from gateway import create_app, load_config
-from session import SQLiteStore
+from session import SQLiteStore, new_key
 
 from .console_data import INJECTION, START, Seeded, seed
 from .servers import run_cli, serve
@@ -69,6 +69,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     async def fill() -> Seeded:
         store = SQLiteStore(root / "s.db")
         try:
+            key, _ = new_key("default", name="ops", requests_per_minute=60, budget_usd=5.0)
+            await store.create_key(key)
             return await seed(store, deep=DEEP)
         finally:
             await store.close()
@@ -218,6 +220,14 @@ def test_a_chain_of_ten_thousand_turns_opens_a_page_at_a_time(admin: Watched) ->
     page.click("#older")
     page.locator("#chain article.turn").nth(99).wait_for()  # no wait_for_function: CSP forbids eval
     assert page.locator(f"#turn-resp_deep_{DEEP - 100:05d}").count() == 1
+
+
+def test_the_admin_sees_managed_keys_with_their_limits(admin: Watched) -> None:
+    admin.open("/keys")
+    row = admin.page.locator("#keys tbody tr", has_text="ops")
+    row.wait_for()
+    assert "60 requests/min, $5/month" in row.inner_text()
+    admin.shot("keys")
 
 
 def test_stored_markup_is_shown_as_text(admin: Watched) -> None:

@@ -122,4 +122,6 @@ def key(found: ApiKey) -> dict[str, Any]:
         "created_at": found.created_at,
         "revoked_at": found.revoked_at,
         "requests_per_minute": found.requests_per_minute,
+        "budget_usd": found.budget_usd,
+        "budget_tokens": found.budget_tokens,
     }

@@ -371,14 +371,23 @@
     });
   }
 
+  function limits(k) {
+    const parts = [];
+    if (k.requests_per_minute) parts.push(`${k.requests_per_minute} requests/min`);
+    if (k.budget_usd) parts.push(`$${k.budget_usd}/month`);
+    if (k.budget_tokens) parts.push(`${k.budget_tokens.toLocaleString("en")} tokens/month`);
+    return parts.join(", ") || "none";
+  }
+
   async function keysPage() {
     const listed = await api("/keys");
     show(h("h1", {}, "Managed keys"), h("div", { className: "table-wrap" }, h("table", { id: "keys" },
-      h("thead", {}, h("tr", {}, ["Id", "Name", "Project", "Created", "Last used", "Revoked"].map((t) => h("th", {}, t)))),
+      h("thead", {}, h("tr", {}, ["Id", "Name", "Project", "Created", "Last used", "Revoked", "Limits"].map((t) => h("th", {}, t)))),
       h("tbody", {}, listed.data.length ? listed.data.map((k) => h("tr", {},
         h("td", {}, k.id), h("td", {}, k.name || "-"), h("td", {}, k.project), h("td", {}, when(k.created_at)),
-        h("td", {}, when(k.last_used_at)), h("td", {}, k.revoked_at ? when(k.revoked_at) : "no"))) :
-        h("tr", {}, h("td", { colSpan: 6, className: "muted" }, "No managed keys."))))));
+        h("td", {}, when(k.last_used_at)), h("td", {}, k.revoked_at ? when(k.revoked_at) : "no"),
+        h("td", {}, limits(k)))) :
+        h("tr", {}, h("td", { colSpan: 7, className: "muted" }, "No managed keys."))))));
   }
 
   function loginPage(message) {
