@@ -145,6 +145,19 @@ async def test_writes_waiting_for_the_next_sync_fail_with_the_current_one(
     await store.close()
 
 
+async def test_writes_nobody_waits_on_leave_the_sync_to_the_next_turn(tmp_path: Path) -> None:
+    syncs = Syncs()
+    store = SQLiteStore(tmp_path / "s.db", sync=syncs)
+    started = turn("resp_1", status="in_progress")
+    await store.save(started)
+    await store.append_events("default", "resp_1", [(0, '{"type": "response.created"}')])
+    await store.beat("instance-a", 1.0)
+    assert syncs.files == []
+    await store.save(turn("resp_1"), overwrite=True)  # the turn's end: synced, with them
+    assert len(syncs.files) == 1
+    await store.close()
+
+
 async def test_normal_never_syncs(tmp_path: Path) -> None:
     syncs = Syncs()
     store = SQLiteStore(tmp_path / "s.db", synchronous="normal", sync=syncs)

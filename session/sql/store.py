@@ -160,7 +160,10 @@ class SQLStore(SQLSharedLimits, ABC):
     async def append_events(
         self, project: str, response_id: str, events: list[tuple[int, str]]
     ) -> None:
-        await self._write(lambda: stream_events.append_events(project, response_id, events))
+        # Kept to resume a stream while it runs: the turn's own save is the durable one.
+        await self._write(
+            lambda: stream_events.append_events(project, response_id, events), durable=False
+        )
 
     async def events_after(
         self, project: str, response_id: str, after: int, limit: int = 1000
