@@ -66,14 +66,14 @@ def _by_weight(
     ready = [entry for entry in entries if not until(entry)]
     ordered: list[Any] = []
     while ready:
-        total = sum(weight(entry) for entry in ready)
-        point = rng.uniform(0, total)
-        for entry in ready:
+        point = rng.uniform(0, sum(weight(entry) for entry in ready))
+        chosen = len(ready) - 1
+        for index, entry in enumerate(ready):
             point -= weight(entry)
             if point <= 0:
+                chosen = index
                 break
-        ordered.append(entry)
-        ready.remove(entry)
+        ordered.append(ready.pop(chosen))  # by position: entries compare deeply
     return ordered + sorted((e for e in entries if until(e)), key=until)
 
 
