@@ -32,13 +32,16 @@ API_KEY = "sk-adapters-0123456789abcdef"
 POSTGRES_DSN_VARIABLE = "GATEWAY_TEST_POSTGRES_DSN"
 
 
+POSTGRES_SKIP = (
+    f"PostgreSQL tests need a database: set {POSTGRES_DSN_VARIABLE}="
+    "postgresql://postgres@127.0.0.1:5432/test (.ci/run does)"
+)
+
+
 def postgres_base() -> str:
     base = os.environ.get(POSTGRES_DSN_VARIABLE)
     if not base:
-        pytest.skip(
-            f"PostgreSQL tests need a database: set {POSTGRES_DSN_VARIABLE}="
-            "postgresql://postgres@127.0.0.1:5432/test (.ci/run does)"
-        )
+        pytest.skip(POSTGRES_SKIP)
     return base
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import httpx
 import pytest
 from openai import OpenAI
 
@@ -15,6 +16,7 @@ from gateway import GatewayConfig, create_app, parse_config
 from session import MemoryStore, SessionStore, SQLiteStore
 
 from .adapter_targets import (
+    POSTGRES_SKIP,
     TARGETS,
     Target,
     gateway_process,
@@ -27,6 +29,27 @@ from .servers import serve
 if TYPE_CHECKING:
     from .mcp_server import McpServer
 from .tiers import settle_tiers
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """httpx's functions and clients wait 5 s by default, which a loaded machine can exceed;
+    the suite's guard against a hang is each test's own time limit instead."""
+    default = httpx._config.DEFAULT_TIMEOUT_CONFIG  # the object every default argument holds
+    default.connect = default.read = default.write = default.pool = 100.0
+
+
+POSTGRES_SKIP_LINE = postgres_base.__code__.co_firstlineno
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[None]:
+    """Every PostgreSQL test skipped for want of a database is reported at one place, so
+    the summary has one line for them all instead of one per test."""
+    report: pytest.TestReport = yield
+    longrepr = report.longrepr
+    if report.skipped and isinstance(longrepr, tuple) and longrepr[2].endswith(POSTGRES_SKIP):
+        report.longrepr = ("tests/adapter_targets.py", POSTGRES_SKIP_LINE, longrepr[2])
+    return report
 
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the tiers it settles

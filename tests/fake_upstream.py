@@ -36,6 +36,7 @@ class Reply:
     break_after: int | None = None  # streamed chunks sent before the connection drops
     delay: float = 0.0  # seconds before each streamed chunk
     gate: threading.Event | None = None  # an unstreamed answer waits until it is set
+    hold_after: int | None = None  # streamed chunks sent before a stream waits for ``gate``
     piece_chars: int | None = None  # streamed text, reasoning and arguments in pieces this long
     # Gemini's OpenAI-compatible endpoint: a signature on the first tool call, which every
     # later request must send back on that call (``extra_content.google.thought_signature``)
@@ -267,14 +268,21 @@ class FakeUpstream:
         )
         return chunks
 
+    @staticmethod
+    async def _pace(reply: Reply, number: int) -> None:
+        """Wait before streamed chunk ``number``: ``delay``, and at ``hold_after`` the gate."""
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if number == reply.hold_after and reply.gate is not None:
+            await asyncio.to_thread(reply.gate.wait, 60)
+
     async def _chat_stream(
         self, reply: Reply, chunks: list[dict[str, Any]]
     ) -> AsyncIterator[bytes]:
         for number, chunk in enumerate(chunks):
             if reply.break_after is not None and number >= reply.break_after:
                 raise ConnectionResetError("the fake upstream drops the stream")
-            if reply.delay:
-                await asyncio.sleep(reply.delay)
+            await self._pace(reply, number)
             yield f"data: {json.dumps(chunk)}\n\n".encode()
         yield b"data: [DONE]\n\n"
 
@@ -391,8 +399,7 @@ class FakeUpstream:
             for number, event in enumerate(events):
                 if reply.break_after is not None and number >= reply.break_after:
                     raise ConnectionResetError("the fake upstream drops the stream")
-                if reply.delay:
-                    await asyncio.sleep(reply.delay)
+                await self._pace(reply, number)
                 data = json.dumps({**event, "sequence_number": number})
                 yield f"event: {event['type']}\ndata: {data}\n\n".encode()
 

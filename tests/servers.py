@@ -43,7 +43,9 @@ def serve(app: ASGIApp, sock: socket.socket | None = None) -> Iterator[str]:
     """Run ``app`` under uvicorn on ``sock`` (by default a port of 127.0.0.1 the OS chose)
     until the block ends; yield its base URL."""
     sock = sock or loopback_socket()
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    # Idle connections are kept longer than clients keep theirs (httpx and aiohttp: 5 and
+    # 15 s), so a client never reuses one the server is closing at that moment.
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_keep_alive=30)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

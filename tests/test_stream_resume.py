@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -80,10 +81,15 @@ def test_the_strict_sdk_resumes_a_stream(gateway: Gateway, model: str) -> None:
 
 @WIRES
 def test_a_background_stream_is_cancelled(gateway: Gateway, model: str) -> None:
-    gateway.fake.script(Reply(text=" ".join("word" for _ in range(60)), delay=0.05))
-    response_id, _ = start_and_drop(gateway.url, keep=3, model=model)
-    client = gateway.client()
-    assert client.responses.cancel(response_id).status == "cancelled"
+    # The upstream holds its stream after three chunks until the cancel has landed.
+    held = threading.Event()
+    gateway.fake.script(Reply(text="word " * 60, gate=held, hold_after=3))
+    try:
+        response_id, _ = start_and_drop(gateway.url, keep=3, model=model)
+        client = gateway.client()
+        assert client.responses.cancel(response_id).status == "cancelled"
+    finally:
+        held.set()
     ending = resume(gateway.url, response_id, -1)[-1]
     assert ending["type"] == "response.failed" and ending["response"]["status"] == "cancelled"
     assert client.responses.retrieve(response_id).status == "cancelled"

@@ -36,15 +36,21 @@ class EventLog:
         self._store = store
         self._key = (project, response_id)
         self._pending: list[tuple[int, str]] = []
+        self._closing = asyncio.Event()
         self._writer = asyncio.create_task(self._write_every(FLUSH_SECONDS))
 
     def add(self, seq: int, event: bytes) -> None:
         self._pending.append((seq, event.decode()))
 
     async def _write_every(self, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
+        """Flush every ``interval`` seconds, one batch at a time, and once more at the end:
+        a batch still being written when the stream ends is never cut off or overtaken."""
+        while not self._closing.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(interval):
+                    await self._closing.wait()
             await self.flush()
+        await self.flush()  # what was added while the last batch was written
 
     async def flush(self) -> None:
         batch, self._pending = self._pending, []
@@ -57,10 +63,10 @@ class EventLog:
             logger.warning("events of %s not kept yet: %s", self._key[1], error.message)
 
     async def close(self) -> None:
-        self._writer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._writer
-        await self.flush()
+        """Write what is left after the batch in flight; the writer finishes it even if
+        the caller is cancelled meanwhile."""
+        self._closing.set()
+        await asyncio.shield(self._writer)
 
 
 async def _ended_at(store: StreamEvents, record: StoredResponse, seq: int) -> bool:
