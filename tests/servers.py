@@ -70,11 +70,17 @@ WORKERS_STARTED = "Application startup complete"
 
 
 def start_instance(
-    config: Path, *, max_open_files: int | None = None, prefix: Sequence[str] = ()
+    config: Path,
+    *,
+    max_open_files: int | None = None,
+    prefix: Sequence[str] = (),
+    python: str = sys.executable,
 ) -> tuple[subprocess.Popen[bytes], str]:
     """Start ``gateway serve`` in a process of its own; its log is beside ``config``.
 
-    ``prefix`` is a command that runs the gateway's (a tracer, say).
+    ``prefix`` is a command that runs the gateway's (a tracer, say). ``python`` is the
+    interpreter whose installation serves; another than this one runs from ``config``'s
+    folder, so that ``-m gateway`` imports its own installation, not this checkout.
 
     A single process is started with ``--port 0`` and its port read from its log. Of the
     socket ``server.workers`` processes share, uvicorn logs nothing: they are given a port
@@ -83,7 +89,7 @@ def start_instance(
     shared = load_config(config).server.workers > 1
     for _ in range(5 if shared else 1):
         asked = free_port() if shared else 0
-        process, log = _launch(config, asked, max_open_files, prefix)
+        process, log = _launch(config, asked, max_open_files, prefix, python)
         port = _bound_port(process, log, asked)
         if port is not None:
             url = f"http://127.0.0.1:{port}"
@@ -104,13 +110,17 @@ def free_port() -> int:
 
 
 def _launch(
-    config: Path, port: int, max_open_files: int | None, prefix: Sequence[str] = ()
+    config: Path,
+    port: int,
+    max_open_files: int | None,
+    prefix: Sequence[str] = (),
+    python: str = sys.executable,
 ) -> tuple[subprocess.Popen[bytes], Path]:
     def limit_files() -> None:
         if max_open_files is not None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (max_open_files, max_open_files))
 
-    command = [*prefix, sys.executable, "-m", "gateway", "serve", "--config", str(config)]
+    command = [*prefix, python, "-m", "gateway", "serve", "--config", str(config)]
     command += ["--port", str(port)]
     handle, name = tempfile.mkstemp(prefix="gateway-", suffix=".log", dir=config.parent)
     with open(handle, "wb") as output:
@@ -119,6 +129,7 @@ def _launch(
             stdout=output,
             stderr=subprocess.STDOUT,
             preexec_fn=limit_files,
+            cwd=None if python == sys.executable else config.parent,
         )
     return process, Path(name)
 
