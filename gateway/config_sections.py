@@ -72,6 +72,10 @@ class ServerSettings(_Section):
     body_timeout_seconds: float = Field(default=30.0, gt=0)
     keep_alive_seconds: int = Field(default=5, ge=1)
     max_connections: int = Field(default=1000, ge=1)
+    max_websockets: int = Field(default=1000, ge=1)
+    max_websockets_per_project: int = Field(default=200, ge=1)
+    max_websockets_per_key: int = Field(default=50, ge=1)
+    websocket_idle_seconds: float = Field(default=600.0, gt=0, le=3600)
     shutdown_grace_seconds: int = Field(default=30, ge=0)
     allowed_hosts: list[str] | None = None
     allowed_origins: list[str] = Field(default_factory=list)

@@ -3,6 +3,7 @@ limits close or refuse shows in ``/metrics``."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from contextlib import ExitStack, closing
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
+from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect as ws_connect
 
 from .fake_upstream import FakeUpstream
@@ -85,6 +88,57 @@ def test_an_open_websocket_is_not_taken_for_an_idle_connection(
                     stack.enter_context(closing(connect(url)))
                 assert httpx.get(f"{url}/healthz").status_code == 200
             assert raw_turn(socket, frame)[-1]["type"] == "response.completed"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_idle_sockets_of_one_key_leave_room_for_everyone_else(
+    tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
+) -> None:
+    """Sockets count against caps of their own, not against the requests in flight."""
+    config = write_config(
+        tmp_path / "config.yaml",
+        fake_upstream[1],
+        max_connections=4,
+        max_websockets_per_key=6,
+    )
+    hoarder, other, admin = "sk-hoarding-0123456789", "sk-the-other-0123456789", "a" * 24
+    raw = yaml.safe_load(config.read_text())
+    raw["auth"] = {
+        "mode": "keys",
+        "admin_key": admin,
+        "keys": [{"key": hoarder, "project": "b"}, {"key": other, "project": "a"}],
+    }
+    config.write_text(yaml.safe_dump(raw))
+    process, url = start_instance(config)
+    frame = {"type": "response.create", "model": "echo", "input": "still here"}
+    try:
+        with ExitStack() as stack:
+            held = [
+                stack.enter_context(
+                    ws_connect(
+                        ws_url(url), additional_headers={"authorization": f"Bearer {hoarder}"}
+                    )
+                )
+                for _ in range(6)
+            ]
+            with pytest.raises(InvalidStatus) as refused_socket:
+                ws_connect(ws_url(url), additional_headers={"authorization": f"Bearer {hoarder}"})
+            assert refused_socket.value.response.status_code == 429
+            body = json.loads(refused_socket.value.response.body or b"")
+            assert body["error"]["code"] == "too_many_websockets"
+            with httpx.Client(base_url=url, headers={"authorization": f"Bearer {other}"}) as client:
+                answers = [
+                    client.post("/v1/responses", json={"model": "echo", "input": "hi"}).status_code
+                    for _ in range(10)
+                ]
+                probes = [client.get("/healthz").status_code for _ in range(10)]
+                metrics = client.get("/metrics", headers={"authorization": f"Bearer {admin}"})
+            assert answers == [200] * 10 and probes == [200] * 10
+            assert metrics.status_code == 200
+            assert "gateway_open_websockets 6.0" in metrics.text
+            assert raw_turn(held[0], frame)[-1]["type"] == "response.completed"
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -117,11 +117,21 @@ def test_past_the_connection_limit_requests_get_503_then_recover(
                     b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
                 )
             for _ in range(50):  # bounded wait for the server to read all eight
-                refused = httpx.get(f"{url}/healthz")
+                refused = httpx.get(f"{url}/v1/models")
                 if refused.status_code == 503:
                     break
                 time.sleep(0.05)
             assert refused.status_code == 503
+            assert refused.headers["retry-after"] == "1"
+            assert refused.json()["error"] == {
+                "message": "The gateway is at its limit of requests in flight "
+                "(server.max_connections). Try again shortly.",
+                "type": "server_error",
+                "param": None,
+                "code": "server_busy",
+            }
+            assert httpx.get(f"{url}/healthz").status_code == 200  # probes have a reserve
+            assert "gateway_refused_total" in httpx.get(f"{url}/metrics").text
         finally:
             for sock in busy:
                 sock.close()

@@ -133,7 +133,7 @@ def test_uvicorn_http_protocol_methods_we_override_keep_their_shape() -> None:
 
 def test_uvicorn_http_protocol_has_no_names_of_ours() -> None:
     ours = {name for name in vars(HeadTimeoutProtocol) if not name.startswith("__")}
-    ours |= {"_head_timer", *HeadTimeoutProtocol.__annotations__}
+    ours |= {"_head_timer", "_served", *HeadTimeoutProtocol.__annotations__}
     ours -= set(HTTP_OVERRIDES)
     loop = asyncio.new_event_loop()
     with relied_on("uvicorn", "HttpToolsProtocol's own attribute names", SERVER):
@@ -144,16 +144,29 @@ def test_uvicorn_http_protocol_has_no_names_of_ours() -> None:
         assert not ours & (set(dir(HttpToolsProtocol)) | set(vars(theirs)))
 
 
+async def answer_teapot(scope: Scope, receive: Receive, send: Send) -> None:
+    await send({"type": "http.response.start", "status": 418, "headers": []})
+    await send({"type": "http.response.body", "body": b"busy"})
+
+
 def test_uvicorn_http_protocol_reads_its_state_from_the_instance() -> None:
-    head = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n"
-    internal = "HttpToolsProtocol.limit_concurrency/connections/tasks/cycle, read per request"
+    head = b"GET /healthz?probe=1 HTTP/1.1\r\nHost: t\r\n\r\n"
+    targets: list[bytes] = []
+
+    class Recording(HttpToolsProtocol):
+        def on_headers_complete(self) -> None:
+            targets.append(self.url)
+            super().on_headers_complete()
+
+    internal = "HttpToolsProtocol.app/url/connections/tasks/cycle, read per request"
     with relied_on("uvicorn", internal, SERVER):
-        protocol, answer = asyncio.run(exchange(HttpToolsProtocol, head, limit_concurrency=None))
+        protocol, answer = asyncio.run(exchange(Recording, head))
         assert answer.startswith(b"HTTP/1.1 200")
+        assert targets == [b"/healthz?probe=1"]  # the request target, once the head is in
         assert protocol.cycle.response_complete
         assert isinstance(protocol.connections, set) and isinstance(protocol.tasks, set)
-        _, refused = asyncio.run(exchange(HttpToolsProtocol, head, limit_concurrency=0))
-        assert refused.startswith(b"HTTP/1.1 503")
+        _, refused = asyncio.run(exchange(HttpToolsProtocol, head, app=answer_teapot))
+        assert refused.startswith(b"HTTP/1.1 418")
 
 
 def test_uvicorn_hands_a_websocket_upgrade_to_handle_websocket_upgrade() -> None:

@@ -40,6 +40,7 @@ from .middleware import (
     ObserveMiddleware,
 )
 from .routes import agent_store, console, conversations, meta, responses, websocket
+from .socket_limits import OpenSockets
 
 logger = logging.getLogger("gateway")
 
@@ -209,4 +210,5 @@ def create_app(
         },
     )
     app.state.metrics = metrics
+    app.state.sockets = OpenSockets(config.server, metrics)
     return app

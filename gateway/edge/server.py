@@ -30,10 +30,13 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from ..config import GatewayConfig
+from ..errors import server_error
 from ..observability.metrics import (
     Metrics,
 )
 from .app import create_app
+from .errors import RETRY_AFTER_SECONDS, error_response
+from .socket_limits import OpenSockets
 
 # Every line about the server starting and stopping (uvicorn's own are named ``uvicorn``).
 
@@ -113,17 +116,25 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
     uvicorn's ``limit_concurrency`` counts connections that have not sent a request: a
     client holding many of them open would have every request answered 503. Here a new
     connection past the limit closes the oldest one still waiting for a request head, and
-    a request is refused only when ``max_connections`` requests are in flight.
+    a request is refused only when ``max_connections`` requests are in flight, with the
+    gateway's own JSON 503. Open WebSockets are not counted (``sockets`` counts them against
+    caps of their own), and probes (``/healthz``, ``/readyz``, ``/metrics``) have
+    ``PROBE_RESERVE`` more places: a full server still says how it is.
     """
 
     head_timeout = 10.0
     max_connections = 1000
     metrics: Metrics | None = None
     waiting: WaitingConnections  # one per server, set by uvicorn_config
+    sockets: OpenSockets | None = None  # the app's, set by uvicorn_config
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
+        self._served = self.app
+
+    def _open_sockets(self) -> int:
+        return 0 if self.sockets is None else self.sockets.total
 
     def _waiting_for_head(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
@@ -132,7 +143,7 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
         super().connection_made(CoalescedWrites(transport, self.loop))  # type: ignore[arg-type]
         self._arm()
         self.waiting.add(self)
-        while len(self.connections) > self.max_connections:
+        while len(self.connections) - self._open_sockets() > self.max_connections:
             oldest = self.waiting.oldest()
             if oldest is None or oldest is self:
                 break
@@ -147,10 +158,14 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
             self.waiting.discard(self)
 
     def on_headers_complete(self) -> None:
-        busy = len(self.tasks) >= self.max_connections
-        if busy and not (self.parser.should_upgrade() and self._should_upgrade()):
+        in_flight = len(self.tasks) - self._open_sockets()
+        limit = self.max_connections
+        if self.url.partition(b"?")[0] in PROBES:
+            limit += PROBE_RESERVE
+        is_busy = in_flight >= limit
+        if is_busy and not (self.parser.should_upgrade() and self._should_upgrade()):
             self._count("busy")
-        self.limit_concurrency = 0 if busy else None  # uvicorn answers 503 past its limit
+        self.app = busy if is_busy else self._served  # what uvicorn runs for this request
         super().on_headers_complete()
 
     def on_response_complete(self) -> None:
@@ -191,6 +206,22 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
     def _count(self, reason: str) -> None:
         if self.metrics is not None:
             self.metrics.refused.labels(reason).inc()
+
+
+async def busy(scope: Scope, receive: Receive, send: Send) -> None:
+    """The answer to a request past ``server.max_connections``: uvicorn's own is text."""
+    error = server_error(
+        503,
+        "The gateway is at its limit of requests in flight (server.max_connections). "
+        "Try again shortly.",
+        "server_busy",
+        RETRY_AFTER_SECONDS,
+    )
+    await error_response(error)(scope, receive, send)
+
+
+PROBES = frozenset({b"/healthz", b"/readyz", b"/metrics"})
+PROBE_RESERVE = 16  # probes in flight past server.max_connections
 
 
 class QuerylessPaths(logging.Filter):
@@ -366,6 +397,7 @@ def uvicorn_config(
             "max_connections": settings.max_connections,
             "metrics": app.state.metrics,
             "waiting": WaitingConnections(),
+            "sockets": app.state.sockets,
         },
     )
     return uvicorn.Config(

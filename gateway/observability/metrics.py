@@ -130,6 +130,12 @@ class Metrics:
             registry=self.registry,
             multiprocess_mode="livesum",
         )
+        self.open_websockets = Gauge(
+            "gateway_open_websockets",
+            "WebSockets open on /v1/responses.",
+            registry=self.registry,
+            multiprocess_mode="livesum",
+        )
 
     def model_label(self, model: str) -> str:
         """``model``, or ``other`` once many distinct names were seen (clients choose them)."""

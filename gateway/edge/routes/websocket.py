@@ -6,13 +6,19 @@ is read: one response at a time, in order. Errors are ``{"type": "error", ...}``
 The connection remembers its latest response, so ``previous_response_id`` continues from it
 even with ``store: false`` (the client then sends only the new items); a continuation that
 fails makes it forget that response, which, unstored, can then no longer be continued. A
-connection lasts at most 60 minutes.
+connection lasts at most 60 minutes, and is closed once idle ``server.websocket_idle_seconds``.
+
+With API keys, each turn checks the key again as an HTTP request would (through the same
+lookup cache, so a revocation reaches an open socket within ``auth.cache_seconds``): a key
+that is gone gets its 401 as an error frame and the socket is closed (1008). Each turn has
+an access log line of its own, carrying the socket's request id.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -25,16 +31,23 @@ from session import Item, SessionError, normalise_input
 from ...api.request_body import CreateResponseBody, check_create_body, validate_body
 from ...api.response_object import response_object
 from ...errors import APIError, invalid_request
+from ...observability.request_log import CURRENT_REQUEST, AccessLine, RequestLog, request_id_of
 from ...turn.events import TERMINAL_EVENTS
 from ...turn.lifecycle import CONTINUABLE, finished, save_finished, save_started
 from ...turn.service import ResponsesService
 from ...upstream import TurnResult, UnsupportedInput, UpstreamError
 from ..auth import Caller
 from ..errors import from_session_error, from_upstream_error
+from ..middleware.api_keys import refuse
+from ..socket_limits import OpenSockets
 from .common import DEFAULT_PROJECT
+
+access_logger = logging.getLogger("gateway.access")  # the HTTP requests' lines go there too
 
 CONNECTION_SECONDS = 3600.0
 ROUTE = "/v1/responses"
+METHOD = "WEBSOCKET"  # a turn's method in its access line and metrics
+KEY_GONE = 1008  # the close code once the key is revoked: policy violation
 # Controls of WebSocket mode itself, never part of the request a model sees.
 _SOCKET_FIELDS = ("type", "generate", "stream_id", "client_metadata")
 # The ends of a response that a later one may continue from.
@@ -59,11 +72,16 @@ class ResponsesSocket:
     def __init__(self, websocket: WebSocket, service: ResponsesService) -> None:
         self.websocket = websocket
         self.service = service
-        self.project: str = websocket.scope.get("state", {}).get("project", DEFAULT_PROJECT)
+        state = websocket.scope.get("state", {})
+        self.project: str = state.get("project", DEFAULT_PROJECT)
         self.deadline = time.monotonic() + CONNECTION_SECONDS
+        self.idle_seconds = service.config.server.websocket_idle_seconds
         self.last: LastResponse | None = None
-        self.caller: Caller | None = websocket.scope.get("state", {}).get("caller")
-        self.requests = websocket.app.state.metrics.requests
+        self.caller: Caller | None = state.get("caller")
+        self.key_gone = False
+        self.socket_log = CURRENT_REQUEST.get() or RequestLog(request_id_of(None))
+        self.client = (websocket.scope.get("client") or ("-",))[0]
+        self.metrics = websocket.app.state.metrics
 
     async def serve(self) -> None:
         await self.websocket.accept()
@@ -73,21 +91,44 @@ class ResponsesSocket:
 
     async def _serve_frames(self) -> None:
         while True:
+            left = self.deadline - time.monotonic()
             try:
-                async with asyncio.timeout(self.deadline - time.monotonic()):
+                async with asyncio.timeout(min(left, self.idle_seconds)):
                     raw = await self._receive()
             except TimeoutError:
-                await self._send(error_frame(_connection_limit()))
+                idle = self.idle_seconds < left
+                ending = _idle(self.idle_seconds) if idle else _connection_limit()
+                await self._send(error_frame(ending))
                 await self.websocket.close(1000)
                 return
-            status = 200
+            started = time.perf_counter()
+            log = RequestLog(
+                self.socket_log.request_id, project=self.project, key_id=self.socket_log.key_id
+            )
+            token = CURRENT_REQUEST.set(log)  # the turn's task copies it: its figures land here
+            status: int | None = 200
             try:
-                await self._handle(raw)
+                status = await self._handle(raw, log)
             except (APIError, SessionError, UpstreamError, UnsupportedInput) as error:
                 failure = _api_error(error)
                 status = failure.status
                 await self._send(error_frame(failure))
-            self.requests.labels(ROUTE, "WEBSOCKET", str(status)).inc()
+            finally:
+                CURRENT_REQUEST.reset(token)
+            if status is not None:
+                self._observe(status, time.perf_counter() - started, log)
+            if self.key_gone:
+                await self.websocket.close(KEY_GONE, "invalid_api_key")
+                return
+
+    def _observe(self, status: int, seconds: float, log: RequestLog) -> None:
+        """The turn's metrics and access line, as an HTTP request's."""
+        self.metrics.requests.labels(ROUTE, METHOD, str(status)).inc()
+        self.metrics.request_seconds.labels(ROUTE, METHOD).observe(seconds)
+        if access_logger.isEnabledFor(logging.INFO):
+            token = CURRENT_REQUEST.set(log)  # the line's request id: the socket's
+            access_logger.info(AccessLine(self.client, METHOD, ROUTE, status, seconds, log))
+            CURRENT_REQUEST.reset(token)
 
     async def _receive(self) -> str | bytes:
         message = await self.websocket.receive()
@@ -100,32 +141,45 @@ class ResponsesSocket:
         data = frame if isinstance(frame, bytes) else orjson.dumps(frame)
         await self.websocket.send_text(data.decode())
 
-    async def _handle(self, raw: str | bytes) -> None:
+    async def _handle(self, raw: str | bytes, log: RequestLog) -> int | None:
+        """Serve one frame: its status (``None`` for an acknowledgement, not a turn)."""
         try:
             message = orjson.loads(raw)
         except orjson.JSONDecodeError:
             raise invalid_request("A frame is not valid JSON.", code="invalid_json") from None
         kind = message.get("type") if isinstance(message, dict) else None
         if kind == "response.processed":
-            return  # Codex acknowledges each response; nothing to do
+            return None  # Codex acknowledges each response; nothing to do
         if kind != "response.create":
             raise invalid_request(
                 f"Unknown event type {kind!r}: send 'response.create'.",
                 param="type",
                 code="invalid_value",
             )
+        model = message.get("model")
+        log.model = model if isinstance(model, str) else None  # a failed turn's line names it
         history = self._continued(message.get("previous_response_id"))
         if self.caller is not None:
-            await self.websocket.app.state.authenticator.acquire(self.caller)
+            await self._admit()
         fields = {key: value for key, value in message.items() if key not in _SOCKET_FIELDS}
         body = check_create_body(
             validate_body(CreateResponseBody, orjson.dumps({**fields, "stream": True}))
         )
         if message.get("generate") is False:
             await self._prepare(body, history)
-            return
+            return 200
         lane = message.get("stream_id")
         await self._stream(body, history, lane if isinstance(lane, str) else None)
+        return 200
+
+    async def _admit(self) -> None:
+        """Check the key again, as for an HTTP request: revoked, over its rate or budget."""
+        authorization = self.websocket.headers.get("authorization")
+        try:
+            self.caller = await self.websocket.app.state.authenticator.admit(authorization)
+        except APIError as error:
+            self.key_gone = error.status == 401
+            raise
 
     def _continued(self, previous_response_id: object) -> list[Item] | None:
         """The remembered context a continuation names, forgotten from here on.
@@ -190,6 +244,15 @@ def _api_error(error: Exception) -> APIError:
     return from_upstream_error(error)
 
 
+def _idle(seconds: float) -> APIError:
+    return APIError(
+        400,
+        f"The WebSocket received no frame in {seconds:g} s (server.websocket_idle_seconds) "
+        "and was closed. Open a new one to continue.",
+        code="websocket_idle_timeout",
+    )
+
+
 def _connection_limit() -> APIError:
     return APIError(
         400,
@@ -200,4 +263,16 @@ def _connection_limit() -> APIError:
 
 
 async def responses_socket(websocket: WebSocket) -> None:
-    await ResponsesSocket(websocket, websocket.app.state.service).serve()
+    """Serve one socket, if its key, its project and the process have room for it."""
+    sockets: OpenSockets = websocket.app.state.sockets
+    caller: Caller | None = websocket.scope.get("state", {}).get("caller")
+    project, key_id = (None, None) if caller is None else (caller.project, caller.key_id)
+    try:
+        sockets.open(project, key_id)
+    except APIError as error:
+        await refuse(websocket.scope, websocket.receive, websocket.send, error)
+        return
+    try:
+        await ResponsesSocket(websocket, websocket.app.state.service).serve()
+    finally:
+        sockets.close(project, key_id)
