@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from gateway import ConfigError, create_app, parse_config
 
@@ -266,3 +267,51 @@ def test_gateway_usage_reports_what_priced_turns_cost(routed: Gateway) -> None:
     [row] = [row for row in asyncio.run(rows()) if row.model == "priced"]
     assert row.responses == 2
     assert row.cost_usd == pytest.approx(2 * (8 * 1.0 + 3 * 0.5 + 7 * 2.0) / 1_000_000)
+
+
+def counted(gateway: Gateway, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The samples of counter ``name`` on ``/metrics``, by their labels."""
+    text = httpx.get(f"{gateway.url}/metrics").text
+    return {
+        tuple(sorted(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name
+    }
+
+
+def test_metrics_count_each_attempt_by_outcome_and_each_retry_by_reason(routed: Gateway) -> None:
+    routed.fake.script(Reply(status=500, error_body=ERROR))
+    first = routed.client().responses.create(model="spread", input="hi")
+    failed, answered = stored_route(routed, first.id)["attempts"]
+    flaky, steady = (attempt["deployment"].split("/")[0] for attempt in (failed, answered))
+    routed.fake.script(Reply(text="lost", break_after=1))
+    events = list(routed.client().responses.create(model="spread", input="hi", stream=True))
+    assert events[-1].type == "response.completed"
+    broke = stored_route(routed, events[-1].response.id)["attempts"][0]  # type: ignore[union-attr]
+    assert broke["outcome"] == "failed_before_output"
+    routed.client().responses.create(model="alone", input="hi")  # one call, no routing
+
+    attempts = counted(routed, "gateway_upstream_attempts_total")
+    by_outcome: dict[tuple[str, str], float] = {}
+    for labels, value in attempts.items():
+        named = dict(labels)
+        assert set(named) == {"provider", "model", "outcome"}
+        key = (named["model"], named["outcome"])
+        by_outcome[key] = by_outcome.get(key, 0) + value
+    assert by_outcome == {
+        ("spread", "http_500"): 1.0,
+        ("spread", "failed_before_output"): 1.0,
+        ("spread", "answered"): 2.0,
+        ("alone", "answered"): 1.0,
+    }
+    assert attempts[(("model", "spread"), ("outcome", "http_500"), ("provider", flaky))] == 1.0
+    assert attempts[(("model", "alone"), ("outcome", "answered"), ("provider", "east"))] == 1.0
+    retries = counted(routed, "gateway_upstream_retries_total")
+    broke_on = broke["deployment"].split("/")[0]
+    expected: dict[tuple[tuple[str, str], ...], float] = {
+        (("provider", flaky), ("reason", "http_500")): 1.0,
+        (("provider", broke_on), ("reason", "failed_before_output")): 1.0,
+    }
+    assert retries == expected
+    assert steady != flaky

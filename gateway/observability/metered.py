@@ -100,12 +100,16 @@ async def watched(
     deployment: str,
     pricing: Pricing | None = None,
     key: str | None = None,
+    attempt: bool = False,
 ) -> AsyncIterator[UpstreamStream]:
-    """``upstream.open(...)``, with its events and failures observed (and priced)."""
+    """``upstream.open(...)``, with its events and failures observed (and priced);
+    ``attempt``: counted as a turn's one attempt too (routing counts its own)."""
     labels = (provider, metrics.model_label(model))
     start = time.perf_counter()  # an unstreamed call is answered before ``open`` yields
     try:
         async with upstream.open(request, stream=stream) as events:
+            if attempt:
+                metrics.upstream_attempts.labels(*labels, "answered").inc()
             note_upstream(deployment)
             route: Item = {"answered_by": deployment, "key": key, "attempts": []}
             yield WatchedStream(events, metrics, labels, model, project, start, pricing, route)
@@ -113,6 +117,8 @@ async def watched(
         if isinstance(error, UpstreamRejected):  # the provider answered, with an error
             note_upstream(deployment)
         metrics.upstream_errors.labels(*labels, error_code(error)).inc()
+        if attempt:
+            metrics.upstream_attempts.labels(*labels, error_code(error)).inc()
         raise
 
 
@@ -130,8 +136,10 @@ class MeteredUpstream:
         deployment: str,
         pricing: Pricing | None = None,
         key: str | None = None,
+        attempt: bool = False,
     ) -> None:
         self._inner = inner
+        self._attempt = attempt  # a turn's only attempt: no routing counts it
         self._deployment = deployment
         self._key = key
         self._pricing = pricing
@@ -160,6 +168,7 @@ class MeteredUpstream:
             deployment=self._deployment,
             pricing=self._pricing,
             key=self._key,
+            attempt=self._attempt,
         )
 
     def _metered(self, call: Callable[[Item], Awaitable[T]]) -> Callable[[Item], Awaitable[T]]:

@@ -62,7 +62,9 @@ class Upstreams:
         keys = route.provider.api_keys
         return self._attempt(Candidate(model, route, keys[0] if keys else None), project)
 
-    def _attempt(self, candidate: Candidate, project: str) -> MeteredUpstream:
+    def _attempt(
+        self, candidate: Candidate, project: str, *, only: bool = False
+    ) -> MeteredUpstream:
         route = candidate.route
         client = self._clients.get(route.provider_name)
         if client is not None and candidate.key is not None:
@@ -80,6 +82,7 @@ class Upstreams:
             route.deployment,
             pricing,
             candidate.key_name if candidate.key is not None else None,
+            attempt=only,
         )
 
     def routed(self, model: str, project: str) -> Upstream:
@@ -93,7 +96,7 @@ class Upstreams:
         if len(plans) == 1 and len(plans[0]) == 1 and retries in (None, 1) and not larger:
             only = plans[0][0]
             if only.key is None or only.key.requests_per_minute is None:
-                return self._attempt(only, project)
+                return self._attempt(only, project, only=True)
         context_plans = [
             p for name in larger for p in plan(self.config, name, self.cooldowns, self._rng)[:1]
         ]
@@ -121,6 +124,13 @@ class Upstreams:
 
     def _observe_routing(self, event: str, candidate: Candidate, detail: str) -> None:
         label = self.metrics.model_label(candidate.model)
+        provider = candidate.route.provider_name
+        if event == "retry":
+            self.metrics.upstream_retries.labels(provider, detail).inc()
+            return
+        if event in ("answered", "failed"):
+            outcome = detail if event == "failed" else event  # as the turn's route records it
+            self.metrics.upstream_attempts.labels(provider, label, outcome).inc()
         self.metrics.routing_events.labels(label, candidate.route.deployment, event).inc()
         if event == "fallback":
             logger.warning("falling back to model %s: %s", candidate.model, detail)
