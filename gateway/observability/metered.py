@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TypeVar
 
-from ..routing_settings import Pricing
 from ..upstream import Event, TurnResult, Upstream, UpstreamError
 from ..upstream.base import NONE, Capabilities, UpstreamStream
 from ..upstream.errors import UpstreamRejected
+from ..upstream.prices import Price
 from ..upstream.results import Item
 from .metrics import Metrics
 from .request_log import note_turn, note_upstream
@@ -40,7 +40,7 @@ class WatchedStream:
         model: str,
         project: str,
         start: float,
-        pricing: Pricing | None = None,
+        pricing: Price | None = None,
         route: Item | None = None,
     ) -> None:
         self._events = events
@@ -81,7 +81,9 @@ class WatchedStream:
         metrics.observe_usage(self._project, labels[1], result.usage)
         if self._pricing is not None and result.usage:
             result.cost_usd = self._pricing.cost(result.usage)
-            metrics.cost_usd.labels(self._project, labels[1]).inc(result.cost_usd)
+            if result.cost_usd is not None:
+                result.cost_source = self._pricing.source
+                metrics.cost_usd.labels(self._project, labels[1]).inc(result.cost_usd)
         note_turn(self._project, self._model, result.usage, elapsed)
         if result.route is None:  # a routed turn's routing records its every attempt
             result.route = self._route
@@ -98,7 +100,7 @@ async def watched(
     model: str,
     project: str,
     deployment: str,
-    pricing: Pricing | None = None,
+    pricing: Price | None = None,
     key: str | None = None,
     attempt: bool = False,
 ) -> AsyncIterator[UpstreamStream]:
@@ -134,7 +136,7 @@ class MeteredUpstream:
         model: str,
         project: str,
         deployment: str,
-        pricing: Pricing | None = None,
+        pricing: Price | None = None,
         key: str | None = None,
         attempt: bool = False,
     ) -> None:

@@ -20,6 +20,7 @@ from ..routing_settings import RetrySettings
 from ..sealing import Sealer
 from ..upstream import ProviderClient, ReasoningState, Upstream, build_upstream
 from ..upstream.cooldowns import Cooldowns
+from ..upstream.prices import Price, price_of
 from ..upstream.routing import Candidate, RoutedUpstream, plan
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,13 @@ class Upstreams:
         self.cooldowns = Cooldowns(config.routing.cooldown, shared)
         self._clients = clients
         self._rng = random.Random()
+        # How each listed model's deployments are priced, looked up once (the library's
+        # price list takes a moment to load: at start-up, not on a turn).
+        self._prices: dict[tuple[str, str], Price | None] = {
+            (name, route.deployment): price_of(route.provider, route.upstream_model, listed.pricing)
+            for name, listed in config.models.items()
+            for route in config.routes(name)
+        }
 
     def route(self, model: str) -> Route:
         """Where ``model`` goes; a 404 ``model_not_found`` if nothing routes it."""
@@ -71,8 +79,6 @@ class Upstreams:
             client = client.with_key(candidate.key.key)
         state = ReasoningState(self.sealer, project, route.deployment)
         inner = build_upstream(route, client, state)
-        listed = self.config.models.get(candidate.model)
-        pricing = listed.pricing if listed is not None else None
         return MeteredUpstream(
             inner,
             self.metrics,
@@ -80,7 +86,7 @@ class Upstreams:
             candidate.model,
             project,
             route.deployment,
-            pricing,
+            self._price(candidate.model, route),
             candidate.key_name if candidate.key is not None else None,
             attempt=only,
         )
@@ -109,6 +115,14 @@ class Upstreams:
             self._observe_routing,
             self._key_rate,
         )
+
+    def _price(self, model: str, route: Route) -> Price | None:
+        """How a deployment's turns are priced (a name only ``default_provider`` routes is
+        looked up on each turn: clients choose those names, so they are not kept)."""
+        key = (model, route.deployment)
+        if key in self._prices:
+            return self._prices[key]
+        return price_of(route.provider, route.upstream_model, None)
 
     async def _key_rate(self, candidate: Candidate) -> float:
         """Take a call from the candidate key's shared bucket (see routing)."""
