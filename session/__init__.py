@@ -60,7 +60,7 @@ from .store import (
     Upkeep,
     Usage,
 )
-from .usage import Pruned, UsageRecord, UsageRow, token_counts
+from .usage import Pruned, UnstoredTurn, UsageRecord, UsageRow, token_counts
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -104,6 +104,7 @@ __all__ = [
     "StreamEvents",
     "TurnNotContinuable",
     "Turns",
+    "UnstoredTurn",
     "Upkeep",
     "Usage",
     "UsageRecord",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .models import StoredResponse
-from .usage import token_counts
+from .usage import UnstoredTurn, token_counts
 
 GroupBy = Literal["project", "model", "key"]
 
@@ -96,6 +96,23 @@ def sample_of(record: StoredResponse) -> UsageSample:
         latency,
         token_counts(record.response.usage),
         float(cost) if isinstance(cost, int | float) else 0.0,
+    )
+
+
+def unstored_sample(figures: UnstoredTurn) -> UsageSample:
+    """The usage sample of one turn that was not stored (from its kept figures)."""
+    latency = None
+    if figures.completed_at is not None:
+        latency = max(0.0, figures.completed_at - figures.created_at)
+    return UsageSample(
+        figures.created_at,
+        figures.project,
+        figures.model,
+        figures.key_id,
+        figures.status,
+        latency,
+        figures.tokens,
+        figures.cost_usd or 0.0,
     )
 
 

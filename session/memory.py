@@ -8,7 +8,7 @@ import time
 import orjson
 
 from .agent_store import AgentStore, CursorKey, MemoryRunner
-from .browse import TurnQuery, UsageSample, newest_first, sample_of
+from .browse import TurnQuery, UsageSample, newest_first, sample_of, unstored_sample
 from .chain import DEFAULT_MAX_DEPTH
 from .conversations import Conversation, StoredConversation
 from .errors import ConversationNotFound, ItemNotFound, KeyNotFound, ResponseNotFound
@@ -20,7 +20,7 @@ from .policy import check_save
 from .shared import InProcessLimits
 from .sqlite.schema import migrate
 from .turn_cache import TurnCache, resolve_cached
-from .usage import Pruned, UsageRecord, UsageRow, usage_of
+from .usage import Pruned, UnstoredTurn, UsageRecord, UsageRow, usage_of
 
 
 class MemoryStore(InProcessLimits):
@@ -41,6 +41,7 @@ class MemoryStore(InProcessLimits):
         self._unfinished: dict[tuple[str, str], float] = {}  # (project, id) -> created_at
         self._beats: dict[str, float] = {}  # instance id -> when it was last alive
         self._ledger: list[UsageRecord] = []  # tokens no stored turn holds
+        self._unstored: list[UnstoredTurn] = []  # figures of turns sent with store: false
         self._conversations: dict[str, dict[str, ConversationState]] = {}
         self._keys: dict[str, str] = {}  # key id -> JSON
         self._secrets: dict[str, str] = {}
@@ -235,8 +236,11 @@ class MemoryStore(InProcessLimits):
         ][:limit]
         for project, conversation_id in conversations:
             del self._conversations[project][conversation_id]
+        kept = len(self._ledger) + len(self._unstored)
         self._ledger = [entry for entry in self._ledger if entry.created_at >= before]
-        return Pruned(len(responses), len(conversations))
+        self._unstored = [turn for turn in self._unstored if turn.created_at >= before]
+        pruned = kept - len(self._ledger) - len(self._unstored)
+        return Pruned(len(responses), len(conversations), pruned)
 
     async def usage(self, project: str | None, since: float) -> list[UsageRow]:
         projects = self._responses if project is None else [project]
@@ -252,10 +256,18 @@ class MemoryStore(InProcessLimits):
                 for entry in self._ledger
                 if entry.created_at >= since and project in (None, entry.project)
             ),
+            (
+                turn
+                for turn in self._unstored
+                if turn.created_at >= since and project in (None, turn.project)
+            ),
         )
 
     async def record_usage(self, record: UsageRecord) -> None:
         self._ledger.append(record)
+
+    async def record_unstored(self, turn: UnstoredTurn) -> None:
+        self._unstored.append(turn)
 
     # -- looking into stored turns ------------------------------------------------------
 
@@ -296,6 +308,11 @@ class MemoryStore(InProcessLimits):
             UsageSample(e.created_at, e.project, e.model, None, None, None, e.tokens, 0.0, False)
             for e in self._ledger
             if since <= e.created_at < until and project in (None, e.project)
+        )
+        samples.extend(
+            unstored_sample(turn)
+            for turn in self._unstored
+            if since <= turn.created_at < until and project in (None, turn.project)
         )
         return samples
 

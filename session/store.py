@@ -15,7 +15,7 @@ from .keys import ApiKey
 from .models import Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order
 from .shared import SharedLimits
-from .usage import Pruned, UsageRecord, UsageRow
+from .usage import Pruned, UnstoredTurn, UsageRecord, UsageRow
 
 
 class Turns(Protocol):
@@ -158,12 +158,18 @@ class Usage(Protocol):
     """Token totals for operators."""
 
     async def usage(self, project: str | None, since: float) -> list[UsageRow]:
-        """Token totals of the turns created since ``since``, and of the calls kept with
-        :meth:`record_usage`, by project and model."""
+        """Token totals of the turns created since ``since`` (stored or kept with
+        :meth:`record_unstored`), and of the calls kept with :meth:`record_usage`, by
+        project, model and key."""
         ...
 
     async def record_usage(self, record: UsageRecord) -> None:
         """Keep the tokens of an upstream call that no stored turn holds (a compaction)."""
+        ...
+
+    async def record_unstored(self, turn: UnstoredTurn) -> None:
+        """Keep the figures of a finished turn sent with ``store: false``; pruned with the
+        turns, by the time it was created."""
         ...
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 
 import pytest
@@ -17,12 +18,14 @@ from session import (
     ResponseNotFound,
     SessionStore,
     StoredConversation,
+    UnstoredTurn,
     UsageRecord,
     UsageRow,
     hash_secret,
     new_key,
     normalise_input,
 )
+from session.browse import usage_series
 
 from .conftest import StoreFactory
 from .records import turn, user_item
@@ -185,6 +188,40 @@ async def test_usage_adds_the_calls_no_stored_turn_holds(store: SessionStore) ->
     ]
     await store.prune(now - 7 * DAY, 100)  # the old record goes with the old turns
     assert await store.usage("a", now - 30 * DAY) == [UsageRow("a", model, 1, 22, 9, 1, 1)]
+
+
+def unstored(project: str, key_id: str | None, at: float, **figures: object) -> UnstoredTurn:
+    made = UnstoredTurn(
+        project, "m", at, at + 2.0, key_id, "p", "p", "completed", (10, 4, 3, 2), 0.5, "config"
+    )
+    return dataclasses.replace(made, **figures)  # type: ignore[arg-type]
+
+
+async def test_unstored_turns_count_as_turns_in_usage_and_go_with_retention(
+    store: SessionStore,
+) -> None:
+    record = turn("r1", project="a")
+    record.response.usage = {"input_tokens": 10, "output_tokens": 4}
+    record.metadata = {**record.metadata, "key_id": "key_1", "cost_usd": 0.25}
+    record.request.model = "m"
+    await store.save(record)
+    now = time.time()
+    await store.record_unstored(unstored("a", "key_1", now))
+    await store.record_unstored(unstored("a", None, now, status="failed", cost_usd=None))
+    await store.record_unstored(unstored("b", "key_2", now - 40 * DAY))
+    assert await store.usage(None, now - 7 * DAY) == [
+        UsageRow("a", "m", 1, 10, 4, 3, 2, 0.0, "-"),
+        UsageRow("a", "m", 2, 20, 8, 3, 2, 0.75, "key_1"),
+    ]
+    assert await store.usage("b", 0.0) == [UsageRow("b", "m", 1, 10, 4, 3, 2, 0.5, "key_2")]
+    samples = await store.usage_samples(None, now - 7 * DAY, now + 60)
+    series = usage_series(samples, since=now - 3600, until=now + 60, bucket=3600, by="key")
+    groups = {group["group"]: group for group in series["groups"]}
+    assert (groups["key_1"]["requests"], groups["key_1"]["cost_usd"]) == (2, 0.75)
+    assert groups["key_1"]["latency_p50"] == 2.0
+    assert series["totals"]["requests"] == 3 and series["totals"]["errors"] == 1
+    assert await store.prune(now - 30 * DAY, 100) == Pruned(0, 0, 1)
+    assert await store.usage("b", 0.0) == []
 
 
 async def test_stream_events_are_kept_in_order_and_pruned_once_finished(

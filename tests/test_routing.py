@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -9,10 +10,14 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import genai_prices
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from gateway import ConfigError, create_app, parse_config
+from gateway.cli.show import render_response
+from session import SQLiteStore, StoredResponse
 
 from .conftest import Gateway
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream, Reply
@@ -31,6 +36,7 @@ def routing_config(url: str, db: Path) -> dict[str, Any]:
             "east": {**chat, "api_key": UPSTREAM_KEY},
             "west": {**chat, "api_key": UPSTREAM_KEY},
             "keyed": {**chat, "api_keys": [{"key": "sk-key-one-1111"}, {"key": "sk-key-two-2222"}]},
+            "echo": {"wire_api": "echo"},
         },
         "models": {
             "spread": {
@@ -53,6 +59,13 @@ def routing_config(url: str, db: Path) -> dict[str, Any]:
                 "upstream_model": "model-priced",
                 "pricing": {"input": 1.0, "cached_input": 0.5, "output": 2.0},
             },
+            "mini": {"provider": "east", "upstream_model": "gpt-4o-mini"},
+            "mini-priced": {
+                "provider": "east",
+                "upstream_model": "gpt-4o-mini",
+                "pricing": {"input": 1.0, "cached_input": 0.5, "output": 2.0},
+            },
+            "echo-mini": {"provider": "echo", "upstream_model": "gpt-4o-mini"},
         },
         "routing": {"cooldown": {"allowed_fails": 1, "seconds": 600, "max_seconds": 600}},
     }
@@ -266,3 +279,81 @@ def test_gateway_usage_reports_what_priced_turns_cost(routed: Gateway) -> None:
     [row] = [row for row in asyncio.run(rows()) if row.model == "priced"]
     assert row.responses == 2
     assert row.cost_usd == pytest.approx(2 * (8 * 1.0 + 3 * 0.5 + 7 * 2.0) / 1_000_000)
+
+
+def counted(gateway: Gateway, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """The samples of counter ``name`` on ``/metrics``, by their labels."""
+    text = httpx.get(f"{gateway.url}/metrics").text
+    return {
+        tuple(sorted(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name
+    }
+
+
+def test_metrics_count_each_attempt_by_outcome_and_each_retry_by_reason(routed: Gateway) -> None:
+    routed.fake.script(Reply(status=500, error_body=ERROR))
+    first = routed.client().responses.create(model="spread", input="hi")
+    failed, answered = stored_route(routed, first.id)["attempts"]
+    flaky, steady = (attempt["deployment"].split("/")[0] for attempt in (failed, answered))
+    routed.fake.script(Reply(text="lost", break_after=1))
+    events = list(routed.client().responses.create(model="spread", input="hi", stream=True))
+    assert events[-1].type == "response.completed"
+    broke = stored_route(routed, events[-1].response.id)["attempts"][0]  # type: ignore[union-attr]
+    assert broke["outcome"] == "failed_before_output"
+    routed.client().responses.create(model="alone", input="hi")  # one call, no routing
+
+    attempts = counted(routed, "gateway_upstream_attempts_total")
+    by_outcome: dict[tuple[str, str], float] = {}
+    for labels, value in attempts.items():
+        named = dict(labels)
+        assert set(named) == {"provider", "model", "outcome"}
+        key = (named["model"], named["outcome"])
+        by_outcome[key] = by_outcome.get(key, 0) + value
+    assert by_outcome == {
+        ("spread", "http_500"): 1.0,
+        ("spread", "failed_before_output"): 1.0,
+        ("spread", "answered"): 2.0,
+        ("alone", "answered"): 1.0,
+    }
+    assert attempts[(("model", "spread"), ("outcome", "http_500"), ("provider", flaky))] == 1.0
+    assert attempts[(("model", "alone"), ("outcome", "answered"), ("provider", "east"))] == 1.0
+    retries = counted(routed, "gateway_upstream_retries_total")
+    broke_on = broke["deployment"].split("/")[0]
+    expected: dict[tuple[tuple[str, str], ...], float] = {
+        (("provider", flaky), ("reason", "http_500")): 1.0,
+        (("provider", broke_on), ("reason", "failed_before_output")): 1.0,
+    }
+    assert retries == expected
+    assert steady != flaky
+
+
+def test_a_well_known_model_is_priced_from_genai_prices_unless_configured(
+    routed: Gateway,
+) -> None:
+    client = routed.client()
+    listed = stored_metadata(routed, client.responses.create(model="mini", input="hi").id)
+    # The fake's usage: 11 input tokens (3 of them cached) and 7 output tokens.
+    usage = genai_prices.Usage(input_tokens=11, cache_read_tokens=3, output_tokens=7)
+    expected = genai_prices.calc_price(usage, "gpt-4o-mini", provider_id="openai").total_price
+    assert expected > 0
+    assert (listed["cost_usd"], listed["cost_source"]) == (float(expected), "genai-prices")
+    configured = client.responses.create(model="mini-priced", input="hi")
+    metadata = stored_metadata(routed, configured.id)
+    own = (8 * 1.0 + 3 * 0.5 + 7 * 2.0) / 1_000_000
+    assert metadata["cost_usd"] == pytest.approx(own) and metadata["cost_source"] == "config"
+    for model in ("alone", "echo-mini"):  # a name the library does not know, and echo
+        unknown = stored_metadata(routed, client.responses.create(model=model, input="hi").id)
+        assert "cost_usd" not in unknown and "cost_source" not in unknown
+    shown = render_response(asyncio.run(_stored(routed, configured.id)))
+    shown_lines = [line.split() for line in shown.splitlines()]
+    assert ["cost_source", "config"] in shown_lines and ["cost_usd", str(own)] in shown_lines
+
+
+async def _stored(gateway: Gateway, response_id: str) -> StoredResponse:
+    store = SQLiteStore(gateway.config.session.sqlite.path)
+    try:
+        return await store.get("default", response_id)
+    finally:
+        await store.close()

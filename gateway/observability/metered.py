@@ -11,10 +11,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TypeVar
 
-from ..routing_settings import Pricing
 from ..upstream import Event, TurnResult, Upstream, UpstreamError
 from ..upstream.base import NONE, Capabilities, UpstreamStream
 from ..upstream.errors import UpstreamRejected
+from ..upstream.prices import Price
 from ..upstream.results import Item
 from .metrics import Metrics
 from .request_log import note_turn, note_upstream
@@ -40,7 +40,7 @@ class WatchedStream:
         model: str,
         project: str,
         start: float,
-        pricing: Pricing | None = None,
+        pricing: Price | None = None,
         route: Item | None = None,
     ) -> None:
         self._events = events
@@ -81,7 +81,9 @@ class WatchedStream:
         metrics.observe_usage(self._project, labels[1], result.usage)
         if self._pricing is not None and result.usage:
             result.cost_usd = self._pricing.cost(result.usage)
-            metrics.cost_usd.labels(self._project, labels[1]).inc(result.cost_usd)
+            if result.cost_usd is not None:
+                result.cost_source = self._pricing.source
+                metrics.cost_usd.labels(self._project, labels[1]).inc(result.cost_usd)
         note_turn(self._project, self._model, result.usage, elapsed)
         if result.route is None:  # a routed turn's routing records its every attempt
             result.route = self._route
@@ -98,14 +100,18 @@ async def watched(
     model: str,
     project: str,
     deployment: str,
-    pricing: Pricing | None = None,
+    pricing: Price | None = None,
     key: str | None = None,
+    attempt: bool = False,
 ) -> AsyncIterator[UpstreamStream]:
-    """``upstream.open(...)``, with its events and failures observed (and priced)."""
+    """``upstream.open(...)``, with its events and failures observed (and priced);
+    ``attempt``: counted as a turn's one attempt too (routing counts its own)."""
     labels = (provider, metrics.model_label(model))
     start = time.perf_counter()  # an unstreamed call is answered before ``open`` yields
     try:
         async with upstream.open(request, stream=stream) as events:
+            if attempt:
+                metrics.upstream_attempts.labels(*labels, "answered").inc()
             note_upstream(deployment)
             route: Item = {"answered_by": deployment, "key": key, "attempts": []}
             yield WatchedStream(events, metrics, labels, model, project, start, pricing, route)
@@ -113,6 +119,8 @@ async def watched(
         if isinstance(error, UpstreamRejected):  # the provider answered, with an error
             note_upstream(deployment)
         metrics.upstream_errors.labels(*labels, error_code(error)).inc()
+        if attempt:
+            metrics.upstream_attempts.labels(*labels, error_code(error)).inc()
         raise
 
 
@@ -128,10 +136,12 @@ class MeteredUpstream:
         model: str,
         project: str,
         deployment: str,
-        pricing: Pricing | None = None,
+        pricing: Price | None = None,
         key: str | None = None,
+        attempt: bool = False,
     ) -> None:
         self._inner = inner
+        self._attempt = attempt  # a turn's only attempt: no routing counts it
         self._deployment = deployment
         self._key = key
         self._pricing = pricing
@@ -160,6 +170,7 @@ class MeteredUpstream:
             deployment=self._deployment,
             pricing=self._pricing,
             key=self._key,
+            attempt=self._attempt,
         )
 
     def _metered(self, call: Callable[[Item], Awaitable[T]]) -> Callable[[Item], Awaitable[T]]:

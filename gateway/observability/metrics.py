@@ -99,6 +99,16 @@ class Metrics:
             "Routing: calls answered or failed, cooldowns started, fallbacks taken.",
             ("model", "deployment", "event"),
         )
+        self.upstream_attempts = counter(
+            "gateway_upstream_attempts",
+            "Calls routing made upstream, by outcome (as a turn's route records its attempts).",
+            ("provider", "model", "outcome"),
+        )
+        self.upstream_retries = counter(
+            "gateway_upstream_retries",
+            "Attempts routing made again after one failed, by the failed attempt's outcome.",
+            ("provider", "reason"),
+        )
         self.tokens = counter(
             "gateway_tokens", "Tokens reported by upstreams.", ("project", "model", "kind")
         )

@@ -9,6 +9,7 @@ Streaming, background turns and WebSocket mode run turns through :class:`TurnRun
 
 from __future__ import annotations
 
+import logging
 import time
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -18,15 +19,20 @@ from session import (
     Conversations,
     Item,
     ResponseSnapshot,
+    SessionError,
     SessionStore,
     StoredResponse,
     Turns,
+    UnstoredTurn,
+    Usage,
     trusted,
 )
 
 from ..api.request_body import CreateResponseBody
 from ..upstream import TurnResult, Upstream, UpstreamStream
 from .spending import Spending
+
+logger = logging.getLogger(__name__)
 
 CONTINUABLE = frozenset({"completed", "incomplete"})
 UNFINISHED = frozenset({"queued", "in_progress"})
@@ -65,8 +71,9 @@ class TurnRunner(Protocol):
         ...
 
 
-class TurnSaves(Turns, Conversations, Protocol):
-    """Where a finished turn is saved: with its conversation's new items."""
+class TurnSaves(Turns, Conversations, Usage, Protocol):
+    """Where a finished turn is saved: with its conversation's new items, or, for a turn
+    that is not stored, its figures for usage."""
 
 
 def with_status(record: StoredResponse, status: str) -> StoredResponse:
@@ -82,7 +89,7 @@ def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:
     if result.route is not None:
         metadata = {**metadata, "route": result.route}
     if result.cost_usd is not None:
-        metadata = {**metadata, "cost_usd": result.cost_usd}
+        metadata = {**metadata, "cost_usd": result.cost_usd, "cost_source": result.cost_source}
     if result.first_token_at is not None:
         waited = max(0.0, result.first_token_at - record.created_at)
         metadata = {**metadata, "time_to_first_token_seconds": round(waited, 4)}
@@ -114,13 +121,23 @@ async def save_finished(
     store: TurnSaves, turn: Turn, record: StoredResponse, *, started: bool
 ) -> None:
     """Store the finished turn (over its start when ``started``) and, if it succeeded,
-    append its items to its conversation in the same transaction."""
+    append its items to its conversation in the same transaction.
+
+    A turn sent with ``store: false`` keeps its figures only (see
+    :class:`session.UnstoredTurn`), so that usage and cost count it once, as a stored
+    turn is counted from its record.
+    """
     appended = None
     if record.conversation_id is not None and record.status in CONTINUABLE:
         appended = [*record.request.input, *record.response.output]
     if turn.store:
         await store.save(record, overwrite=started, conversation_items=appended)
-    elif appended is not None and record.conversation_id is not None:
-        await store.append_items(record.project, record.conversation_id, appended)
+    else:
+        if appended is not None and record.conversation_id is not None:
+            await store.append_items(record.project, record.conversation_id, appended)
+        try:
+            await store.record_unstored(UnstoredTurn.of(record, turn.provider))
+        except SessionError as error:  # the answer is not lost for its figures
+            logger.warning("the usage of %s was not kept: %s", record.id, error.message)
     if turn.spending is not None:
         await turn.spending.record(record)

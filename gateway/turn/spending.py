@@ -1,12 +1,13 @@
 """What each API key spends a month, and the budgets that stop it.
 
-A priced turn (``models.NAME.pricing``) adds its cost to its key's counter for the
-calendar month (UTC) it was created in; a key with ``budget_usd`` is refused, before
-anything is sent upstream, once its month's counter reaches the budget. A key with
-``budget_tokens`` has a second counter, of the tokens (input and output) its turns used,
-priced or not. The counters live where the instances share their limits (the store, or
-Redis), so a budget holds across instances; turns already running when the budget is
-reached still finish, so a month may end above the budget by what those turns cost.
+A priced turn (``models.NAME.pricing``, or ``genai-prices``' published prices) adds its
+cost to its key's counter for the calendar month (UTC) it was created in; a key with
+``budget_usd`` is refused, before anything is sent upstream, once its month's counter
+reaches the budget. A key with ``budget_tokens`` has a second counter, of the tokens
+(input and output) its turns used, priced or not. The counters live where the instances
+share their limits (the store, or Redis), so a budget holds across instances; turns
+already running when the budget is reached still finish, so a month may end above the
+budget by what those turns cost.
 """
 
 from __future__ import annotations

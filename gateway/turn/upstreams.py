@@ -20,6 +20,7 @@ from ..routing_settings import RetrySettings
 from ..sealing import Sealer
 from ..upstream import ProviderClient, ReasoningState, Upstream, build_upstream
 from ..upstream.cooldowns import Cooldowns
+from ..upstream.prices import Price, price_of
 from ..upstream.routing import Candidate, RoutedUpstream, plan
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,13 @@ class Upstreams:
         self.cooldowns = Cooldowns(config.routing.cooldown, shared)
         self._clients = clients
         self._rng = random.Random()
+        # How each listed model's deployments are priced, looked up once (the library's
+        # price list takes a moment to load: at start-up, not on a turn).
+        self._prices: dict[tuple[str, str], Price | None] = {
+            (name, route.deployment): price_of(route.provider, route.upstream_model, listed.pricing)
+            for name, listed in config.models.items()
+            for route in config.routes(name)
+        }
 
     def route(self, model: str) -> Route:
         """Where ``model`` goes; a 404 ``model_not_found`` if nothing routes it."""
@@ -62,15 +70,15 @@ class Upstreams:
         keys = route.provider.api_keys
         return self._attempt(Candidate(model, route, keys[0] if keys else None), project)
 
-    def _attempt(self, candidate: Candidate, project: str) -> MeteredUpstream:
+    def _attempt(
+        self, candidate: Candidate, project: str, *, only: bool = False
+    ) -> MeteredUpstream:
         route = candidate.route
         client = self._clients.get(route.provider_name)
         if client is not None and candidate.key is not None:
             client = client.with_key(candidate.key.key)
         state = ReasoningState(self.sealer, project, route.deployment)
         inner = build_upstream(route, client, state)
-        listed = self.config.models.get(candidate.model)
-        pricing = listed.pricing if listed is not None else None
         return MeteredUpstream(
             inner,
             self.metrics,
@@ -78,8 +86,9 @@ class Upstreams:
             candidate.model,
             project,
             route.deployment,
-            pricing,
+            self._price(candidate.model, route),
             candidate.key_name if candidate.key is not None else None,
+            attempt=only,
         )
 
     def routed(self, model: str, project: str) -> Upstream:
@@ -93,7 +102,7 @@ class Upstreams:
         if len(plans) == 1 and len(plans[0]) == 1 and retries in (None, 1) and not larger:
             only = plans[0][0]
             if only.key is None or only.key.requests_per_minute is None:
-                return self._attempt(only, project)
+                return self._attempt(only, project, only=True)
         context_plans = [
             p for name in larger for p in plan(self.config, name, self.cooldowns, self._rng)[:1]
         ]
@@ -106,6 +115,14 @@ class Upstreams:
             self._observe_routing,
             self._key_rate,
         )
+
+    def _price(self, model: str, route: Route) -> Price | None:
+        """How a deployment's turns are priced (a name only ``default_provider`` routes is
+        looked up on each turn: clients choose those names, so they are not kept)."""
+        key = (model, route.deployment)
+        if key in self._prices:
+            return self._prices[key]
+        return price_of(route.provider, route.upstream_model, None)
 
     async def _key_rate(self, candidate: Candidate) -> float:
         """Take a call from the candidate key's shared bucket (see routing)."""
@@ -121,6 +138,13 @@ class Upstreams:
 
     def _observe_routing(self, event: str, candidate: Candidate, detail: str) -> None:
         label = self.metrics.model_label(candidate.model)
+        provider = candidate.route.provider_name
+        if event == "retry":
+            self.metrics.upstream_retries.labels(provider, detail).inc()
+            return
+        if event in ("answered", "failed"):
+            outcome = detail if event == "failed" else event  # as the turn's route records it
+            self.metrics.upstream_attempts.labels(provider, label, outcome).inc()
         self.metrics.routing_events.labels(label, candidate.route.deployment, event).inc()
         if event == "fallback":
             logger.warning("falling back to model %s: %s", candidate.model, detail)

@@ -23,6 +23,7 @@ class TurnResult:
     error: Item | None = None
     route: Item | None = None  # which deployment answered, and every attempt (routing)
     cost_usd: float | None = None  # what the usage cost, where the model is priced
+    cost_source: str | None = None  # where its price came from: "config", "genai-prices"
     first_token_at: float | None = None  # when the first output arrived (``time.time()``)
 
     @property

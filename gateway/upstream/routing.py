@@ -190,7 +190,9 @@ class RoutedUpstream:
         self._opener = opener
         self._cooldowns = cooldowns
         self._retries = retries
-        self._observe = observe  # (what happened, candidate, detail)
+        # (what happened, candidate, detail): "answered", "failed" (detail: the outcome),
+        # "retry" (detail: the failed attempt's outcome), "cooldown", "fallback"
+        self._observe = observe
         self._sleep = sleep
         first = plans[0][0]
         self.capabilities: Capabilities = opener(first).capabilities
@@ -237,6 +239,7 @@ class RoutedUpstream:
                         break
                     waited += pause
                     await self._sleep(pause)
+                self._observe("retry", candidate, _outcome(error))
                 candidate = following
             started = time.monotonic()
             stack = AsyncExitStack()

@@ -214,6 +214,27 @@ MIGRATIONS: list[str] = [
     """,
     # A managed key's monthly budget in tokens.
     "ALTER TABLE api_keys ADD COLUMN budget_tokens BIGINT;",
+    # The figures of turns sent with store: false (never what they said), for usage.
+    """
+    CREATE TABLE unstored_turns (
+        project TEXT NOT NULL,
+        model TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        completed_at DOUBLE PRECISION,
+        key_id TEXT,
+        provider TEXT NOT NULL,
+        deployment TEXT,
+        status TEXT NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cached_tokens BIGINT NOT NULL,
+        reasoning_tokens BIGINT NOT NULL,
+        cost_usd DOUBLE PRECISION,
+        cost_source TEXT,
+        time_to_first_token DOUBLE PRECISION
+    );
+    CREATE INDEX unstored_turns_created ON unstored_turns (created_at);
+    """,
 ]
 
 

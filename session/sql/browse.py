@@ -88,7 +88,8 @@ def find(dialect: Dialect, query: TurnQuery, limit: int) -> Returning[list[Store
 def usage_samples(
     dialect: Dialect, project: str | None, since: float, until: float
 ) -> Returning[list[UsageSample]]:
-    """The samples of the turns, and of the calls in the usage ledger, in ``[since, until)``."""
+    """The samples of the turns (stored or not), and of the calls in the usage ledger, in
+    ``[since, until)``."""
     scope = (
         "created_at >= :since AND created_at < :until"
         " AND (CAST(:project AS TEXT) IS NULL OR project = :project)"
@@ -129,6 +130,19 @@ def usage_samples(
     for created, owner, model, *tokens in ledger:
         counts = (int(tokens[0]), int(tokens[1]), int(tokens[2]), int(tokens[3]))
         samples.append(UsageSample(created, owner, model, None, None, None, counts, 0.0, False))
+    unstored = yield rows(
+        "SELECT created_at, completed_at, project, model, key_id, status, input_tokens,"
+        f" output_tokens, cached_tokens, reasoning_tokens, cost_usd FROM unstored_turns"
+        f" WHERE {scope}",
+        since=since,
+        until=until,
+        project=project,
+    )
+    for created, completed, owner, model, key_id, status, *tokens, cost in unstored:
+        latency = None if completed is None else max(0.0, completed - created)
+        counts = (int(tokens[0]), int(tokens[1]), int(tokens[2]), int(tokens[3]))
+        sample = UsageSample(created, owner, model, key_id, status, latency, counts, cost or 0.0)
+        samples.append(sample)
     return samples
 
 

@@ -20,7 +20,7 @@ from ..keys import ApiKey
 from ..models import Item, ItemPage, StoredResponse
 from ..paging import Order
 from ..turn_cache import TurnCache
-from ..usage import Pruned, UsageRecord, UsageRow
+from ..usage import Pruned, UnstoredTurn, UsageRecord, UsageRow
 from . import browse, conversations, heartbeats, keys, responses
 from . import events as stream_events
 from . import usage as usage_ops
@@ -156,6 +156,9 @@ class SQLStore(SQLSharedLimits, ABC):
 
     async def record_usage(self, record: UsageRecord) -> None:
         await self._write(lambda: usage_ops.record_usage(record))
+
+    async def record_unstored(self, turn: UnstoredTurn) -> None:
+        await self._write(lambda: usage_ops.record_unstored(turn))
 
     async def append_events(
         self, project: str, response_id: str, events: list[tuple[int, str]]

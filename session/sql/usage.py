@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..usage import Pruned, UsageRecord, UsageRow, usage_row
+from ..usage import Pruned, UnstoredTurn, UsageRecord, UsageRow, usage_row
 from .dialect import Dialect
 from .statement import Returning, rows, run
 
@@ -24,8 +24,37 @@ def record_usage(record: UsageRecord) -> Returning[None]:
     )
 
 
+def record_unstored(turn: UnstoredTurn) -> Returning[None]:
+    """Keep the figures of a turn sent with ``store: false``."""
+    input_tokens, output_tokens, cached_tokens, reasoning_tokens = turn.tokens
+    yield run(
+        "INSERT INTO unstored_turns (project, model, created_at, completed_at, key_id,"
+        " provider, deployment, status, input_tokens, output_tokens, cached_tokens,"
+        " reasoning_tokens, cost_usd, cost_source, time_to_first_token) VALUES (:project,"
+        " :model, :created_at, :completed_at, :key_id, :provider, :deployment, :status,"
+        " :input_tokens, :output_tokens, :cached_tokens, :reasoning_tokens, :cost_usd,"
+        " :cost_source, :time_to_first_token)",
+        project=turn.project,
+        model=turn.model,
+        created_at=turn.created_at,
+        completed_at=turn.completed_at,
+        key_id=turn.key_id,
+        provider=turn.provider,
+        deployment=turn.deployment,
+        status=turn.status,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cached_tokens=cached_tokens,
+        reasoning_tokens=reasoning_tokens,
+        cost_usd=turn.cost_usd,
+        cost_source=turn.cost_source,
+        time_to_first_token=turn.time_to_first_token,
+    )
+
+
 def usage(dialect: Dialect, project: str | None, since: float) -> Returning[list[UsageRow]]:
-    """Totals by project, model and key of the turns and kept calls since ``since``."""
+    """Totals by project, model and key of the turns (stored or not) and kept calls since
+    ``since``."""
     number = dialect.json_integer
     scope = "created_at >= :since AND (CAST(:project AS TEXT) IS NULL OR project = :project)"
     found = yield rows(
@@ -40,6 +69,10 @@ def usage(dialect: Dialect, project: str | None, since: float) -> Returning[list
                    {number("response", "usage", "output_tokens_details", "reasoning_tokens")} AS r,
                    {dialect.json_real("metadata", "cost_usd")} AS k
             FROM responses WHERE {scope}
+            UNION ALL
+            SELECT project, model, key_id, 1, input_tokens, output_tokens, cached_tokens,
+                   reasoning_tokens, cost_usd
+            FROM unstored_turns WHERE {scope}
             UNION ALL
             SELECT project, model, NULL, 0, input_tokens, output_tokens, cached_tokens,
                    reasoning_tokens, 0
@@ -63,6 +96,7 @@ def prune(dialect: Dialect, before: float, limit: int) -> Returning[Pruned]:
         ("responses", "created_at"),
         ("conversations", "updated_at"),
         ("usage_records", "created_at"),
+        ("unstored_turns", "created_at"),
     ):
         row = dialect.row_locator
         count = yield run(
@@ -72,4 +106,4 @@ def prune(dialect: Dialect, before: float, limit: int) -> Returning[Pruned]:
             limit=limit,
         )
         deleted.append(count)
-    return Pruned(deleted[0], deleted[1])
+    return Pruned(deleted[0], deleted[1], deleted[2] + deleted[3])

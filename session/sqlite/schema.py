@@ -196,6 +196,26 @@ MIGRATIONS: list[tuple[str, ...]] = [
     (  # 17: a managed key's monthly budget in tokens
         "ALTER TABLE api_keys ADD COLUMN budget_tokens INTEGER",
     ),
+    (  # 18: the figures of turns sent with store: false (never what they said), for usage
+        """CREATE TABLE unstored_turns (
+            project TEXT NOT NULL,
+            model TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            completed_at REAL,
+            key_id TEXT,
+            provider TEXT NOT NULL,
+            deployment TEXT,
+            status TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cached_tokens INTEGER NOT NULL,
+            reasoning_tokens INTEGER NOT NULL,
+            cost_usd REAL,
+            cost_source TEXT,
+            time_to_first_token REAL
+        )""",
+        "CREATE INDEX unstored_turns_created ON unstored_turns (created_at)",
+    ),
 ]
 
 
