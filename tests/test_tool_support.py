@@ -201,7 +201,8 @@ def test_a_fallback_that_cannot_serve_a_tool_refuses_it_before_the_first_try(
         body = {"model": "resp-model", "input": "hi", "tools": [EXAMPLES["web_search"]]}
         answer = httpx.post(f"{gateway_url}/v1/responses", json=body, timeout=30)
     assert answer.status_code == 400
-    assert answer.json()["error"]["message"] == "Tool 'web_search' is not supported with resp-model."
+    message = answer.json()["error"]["message"]
+    assert message == "Tool 'web_search' is not supported with resp-model."
     assert fake.requests == []
 
 
