@@ -192,7 +192,8 @@ def received_result(wires: Wires, wire: str, call_id: str, arguments: dict[str, 
         assert (result["type"], result["tool_use_id"]) == ("tool_result", call_id)
         content = result["content"]
         if isinstance(content, list) and content[0]["type"] == "image":
-            assert content[0]["source"] == {"type": "base64", "media_type": "image/png", "data": PNG}
+            source = {"type": "base64", "media_type": "image/png", "data": PNG}
+            assert content[0]["source"] == source
             return "image"
         return content
     messages = wires.chat.last["messages"]
@@ -221,12 +222,10 @@ def test_a_builtin_call_comes_back_native_and_its_output_goes_back(
     request: dict[str, Any] = {
         "model": MODELS[wire],
         "tools": [case.tool],
-        "tool_choice": {"type": kind if kind != "local_shell" else "auto"}
-        if kind != "local_shell"
-        else "auto",
+        "tool_choice": {"type": kind} if kind != "local_shell" else "auto",
         "store": chain == "stored",
     }
-    asked = [{"type": "message", "role": "user", "content": "Do it."}]
+    asked: list[Any] = [{"type": "message", "role": "user", "content": "Do it."}]
     first = create(client, stream, input=asked, **request)
     [item] = first.output
     case.item(item)
@@ -234,10 +233,11 @@ def test_a_builtin_call_comes_back_native_and_its_output_goes_back(
     seen = offered(wires, wire)
     assert set(seen["tools"]) == {case.function}
     if kind != "local_shell":  # tool_choice naming the type forces its function
-        forced = {"type": "tool", "name": case.function}
+        forced: dict[str, Any] = {"type": "tool", "name": case.function}
         if wire != "anthropic":
             forced = {"type": "function", "function": {"name": case.function}}
         assert seen["choice"] == forced
+    follow: dict[str, Any]
     if chain == "stored":
         follow = {"input": [case.output(call_id)], "previous_response_id": first.id}
     else:

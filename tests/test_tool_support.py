@@ -168,7 +168,7 @@ def test_a_responses_provider_runs_only_the_native_tools_it_is_given(
     stream: bool,
 ) -> None:
     native = {"fake-responses": {"native_tools": ["web_search", "function"]}}
-    with wires_gateway(fake_upstream, anthropic_upstream, tmp_path, **native) as wires:
+    with wires_gateway(fake_upstream, anthropic_upstream, tmp_path, providers=native) as wires:
         url = f"{wires.gateway.url}/v1/responses"
         tools = [EXAMPLES["web_search"], EXAMPLES["function"]]
         body = {"model": "resp-model", "input": "hi", "tools": tools, "stream": stream}

@@ -25,7 +25,10 @@ MODELS = {
     "echo": "echo-model",
 }
 # A PNG's first bytes, base64: the strict fake Anthropic checks that an image is one.
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAAB"
+    "JRU5ErkJggg=="
+)
 SCREENSHOT = f"data:image/png;base64,{PNG}"
 
 
@@ -42,7 +45,7 @@ def wires_gateway(
     anthropic: tuple[FakeAnthropic, str],
     path: Path,
     dice: McpServer | None = None,
-    **providers: Any,
+    providers: dict[str, Any] | None = None,
 ) -> Iterator[Wires]:
     fake, url = fake_upstream
     claude, claude_url = anthropic
@@ -61,7 +64,7 @@ def wires_gateway(
         "claude": {"wire_api": "anthropic", "base_url": claude_url, "api_key": ANTHROPIC_KEY},
         "echo": {"wire_api": "echo"},
     }
-    for name, extra in providers.items():
+    for name, extra in (providers or {}).items():
         raw_providers[name] = {**raw_providers[name], **extra}
     overrides: dict[str, Any] = {
         "providers": raw_providers,
