@@ -281,3 +281,11 @@ def test_a_screenshot_by_file_id_is_refused_naming_it(wires: Wires) -> None:
         )
     assert refused.value.body["param"] == "input[1].output"  # type: ignore[index]
     assert wires.chat.requests == []
+
+
+def test_an_output_that_answers_no_call_is_refused(wires: Wires) -> None:
+    output = CASES["shell"].output("call_nowhere")
+    client = wires.gateway.client()
+    with pytest.raises(openai.BadRequestError, match="call_nowhere"):
+        client.responses.create(model="chat-model", input=[output], tools=[CASES["shell"].tool])
+    assert wires.chat.requests == []
