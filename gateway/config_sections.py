@@ -20,6 +20,29 @@ from pydantic import (
 from .routing_settings import Deployment, Pricing, ProviderKey, RetrySettings
 
 WireApi = Literal["chat_completions", "responses", "anthropic", "echo"]
+# Every ``tools[].type`` of the Responses API (the ``openai`` SDK's ``Tool`` union).
+TOOL_TYPES = frozenset(
+    {
+        "function",
+        "custom",
+        "namespace",
+        "file_search",
+        "web_search",
+        "web_search_2025_08_26",
+        "web_search_preview",
+        "web_search_preview_2025_03_11",
+        "computer",
+        "computer_use_preview",
+        "mcp",
+        "code_interpreter",
+        "programmatic_tool_calling",
+        "image_generation",
+        "local_shell",
+        "shell",
+        "tool_search",
+        "apply_patch",
+    }
+)
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 
 
@@ -128,12 +151,40 @@ class ProviderSettings(_Section):
     anthropic_beta: str | None = None
     # Who runs ``mcp`` tools: the gateway, or the upstream (a Responses provider that can).
     mcp: Literal["gateway", "upstream"] | None = None
+    # ``wire_api: responses`` only: the tool types the upstream runs itself (default: all).
+    native_tools: list[str] | None = None
 
     def mcp_runner(self) -> Literal["gateway", "upstream"]:
-        """``mcp``, by default ``upstream`` for a Responses provider and ``gateway`` else."""
+        """``mcp``, by default ``upstream`` for a Responses provider that runs it natively
+        and ``gateway`` else."""
         if self.mcp is not None:
             return self.mcp
-        return "upstream" if self.wire_api == "responses" else "gateway"
+        return "upstream" if self.runs_natively("mcp") else "gateway"
+
+    def runs_natively(self, tool_type: str) -> bool:
+        """Whether the upstream itself runs tools of ``tool_type`` (a Responses provider:
+        every type unless ``native_tools`` names them)."""
+        if self.wire_api != "responses":
+            return False
+        return self.native_tools is None or tool_type in self.native_tools
+
+    @field_validator("native_tools")
+    @classmethod
+    def _known_tool_types(cls, tools: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if tools is None:
+            return None
+        if info.data.get("wire_api") not in (None, "responses"):
+            raise ValueError(
+                "only a provider with wire_api 'responses' runs tools itself; "
+                "other wires get the client's tools as functions"
+            )
+        unknown = sorted(set(tools) - TOOL_TYPES)
+        if unknown:
+            raise ValueError(
+                f"unknown tool type(s) {', '.join(map(repr, unknown))} "
+                f"(known: {', '.join(sorted(TOOL_TYPES))})"
+            )
+        return tools
 
     @field_validator("base_url")
     @classmethod

@@ -65,6 +65,7 @@ def claude_codex(tmp_path: Path) -> Iterator[tuple[Path, FakeAnthropic]]:
         (home / "config.toml").write_text(
             'model = "claude-model"\n'
             'model_provider = "gateway"\n'
+            'web_search = "disabled"\n'  # no one runs web search for this model
             'model_reasoning_effort = "low"\n'
             "[model_providers.gateway]\n"
             'name = "gateway"\n'

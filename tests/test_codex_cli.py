@@ -95,6 +95,7 @@ def codex_gateway(
     (home / "config.toml").write_text(
         'model = "chat-model"\n'
         'model_provider = "gateway"\n'
+        'web_search = "disabled"\n'  # no one runs web search for this model
         "[model_providers.gateway]\n"
         'name = "gateway"\n'
         f'base_url = "{url}/v1"\n'

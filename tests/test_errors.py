@@ -93,9 +93,10 @@ def test_unknown_previous_response(gateway: Gateway) -> None:
 
 
 def test_an_item_the_chat_wire_cannot_express_is_named(gateway: Gateway) -> None:
-    body = {"model": "chat-model", "input": [{"type": "computer_call_output", "call_id": "c"}]}
+    searched = {"type": "web_search_call", "id": "ws_1", "status": "completed"}
+    body = {"model": "chat-model", "input": [searched]}
     error = assert_error(post(gateway, body), 400, "input[0]")
-    assert "computer_call_output" in error["message"]
+    assert "web_search_call" in error["message"]
     assert gateway.fake.requests == [] and gateway.stored_rows() == 0
 
 

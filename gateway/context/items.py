@@ -13,7 +13,15 @@ from ..errors import invalid_request
 from ..sealing import REASONING_PREFIX, Sealer
 from .compaction import expand
 
-_TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+_TOOL_OUTPUTS = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "shell_call_output",
+        "apply_patch_call_output",
+        "computer_call_output",
+    }
+)
 
 
 def model_context(

@@ -52,6 +52,7 @@ from ..upstream import (
 from ..upstream.base import Replay, UpstreamStream
 from ..upstream.errors import CONTEXT_LENGTH_EXCEEDED, is_context_overflow
 from ..upstream.mcp import McpUpstream, has_mcp, holds_mcp, scrubbed
+from ..upstream.tool_support import check_tools
 from .background import BackgroundTurns
 from .concurrency import KeyedLocks
 from .context_requests import Context, compact, count_input_tokens
@@ -169,6 +170,7 @@ class ResponsesService:
         the previous one has appended its items.
         """
         route = self.upstreams.route(body.model)
+        check_tools(body.tools, body.model, self.upstreams.providers(body.model))
         async with AsyncExitStack() as stack:
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from session.shared import SharedLimits
 
 from ..config import GatewayConfig, Route
+from ..config_sections import ProviderSettings
 from ..errors import not_found
 from ..observability.metered import MeteredUpstream
 from ..observability.metrics import Metrics
@@ -63,6 +64,23 @@ class Upstreams:
                 code="model_not_found",
             )
         return route
+
+    def providers(self, model: str) -> list[ProviderSettings]:
+        """Every provider a turn of ``model`` may reach: its deployments', then its
+        fallbacks' (and theirs), each once."""
+        found: list[ProviderSettings] = []
+        seen: set[str] = set()
+        queue = [model]
+        while queue:
+            name = queue.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            found += [r.provider for r in self.config.routes(name) if r.provider not in found]
+            listed = self.config.models.get(name)
+            if listed is not None:
+                queue += [*listed.fallbacks, *listed.context_window_fallbacks]
+        return found
 
     def upstream(self, route: Route, model: str, project: str) -> MeteredUpstream:
         """The adapter for ``route`` (with its provider's first key), every call of it

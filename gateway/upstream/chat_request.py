@@ -10,11 +10,12 @@ from typing import Any
 
 import orjson
 
+from .builtin_tools import as_function_item
 from .errors import UnsupportedInput
 from .output_builder import ToolName
 from .reasoning_state import ReasoningState
 from .results import Item
-from .tools import flat_name, function_tools
+from .tools import flat_name, forced_function, function_tools
 from .translation_cache import KeptContexts, answer_end, joined, object_with_array
 
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
@@ -103,6 +104,9 @@ class _Messages:
         self._signatures: dict[str, str] = {}
         # (count, json): the first ``count`` messages, encoded by an earlier request
         self.encoded: tuple[int, bytes] | None = None
+        # Images of tool results (screenshots): a tool message holds text alone, so they
+        # follow the turn's tool messages in a user message of their own.
+        self._images: list[Item] = []
 
     def _assistant(self, message: Item) -> None:
         if self.pending_reasoning:
@@ -147,22 +151,38 @@ class _Messages:
             return
         self._assistant({"role": "assistant", "content": None, "tool_calls": [call]})
 
-    def function_call_output(self, item: Item) -> None:
+    def function_call_output(self, item: Item, index: int) -> None:
         output = item.get("output")
+        content = text_of(output)
+        if isinstance(output, list) and any(
+            isinstance(part, dict) and part.get("type") == "input_image" for part in output
+        ):
+            parts = _content_parts(output, index)
+            images = [p for p in parts if isinstance(p, dict) and p["type"] == "image_url"]
+            self._images += images
+            content = content or f"The result is the image{'s' if len(images) > 1 else ''} below."
         self.messages.append(
-            {"role": "tool", "tool_call_id": item.get("call_id"), "content": text_of(output)}
+            {"role": "tool", "tool_call_id": item.get("call_id"), "content": content}
         )
+
+    def _flush_images(self) -> None:
+        if self._images:
+            self.messages.append({"role": "user", "content": self._images})
+            self._images = []
 
     def add(self, items: list[Item], start: int) -> None:
         """Translate ``items``, the request's input from index ``start`` on."""
         for index, item in enumerate(items, start):
+            item = as_function_item(item, f"input[{index}]") or item
             kind = item.get("type", "message")
+            if kind not in ("function_call_output", "custom_tool_call_output"):
+                self._flush_images()
             if kind == "message":
                 self.message(item, index)
             elif kind in ("function_call", "custom_tool_call"):
                 self.function_call(item)
             elif kind in ("function_call_output", "custom_tool_call_output"):
-                self.function_call_output(item)
+                self.function_call_output(item, index)
             elif kind == "reasoning":
                 self.reasoning(item)
             else:
@@ -170,6 +190,7 @@ class _Messages:
                     f"Input items of type '{kind}' cannot be sent to a Chat Completions upstream.",
                     f"input[{index}]",
                 )
+        self._flush_images()
 
 
 @dataclass(frozen=True)
@@ -249,10 +270,9 @@ def _tools(tools: list[Item]) -> tuple[list[Item], dict[str, ToolName]]:
 def _tool_choice(choice: Any, names: dict[str, ToolName]) -> Any:
     if isinstance(choice, str):
         return choice
-    if isinstance(choice, dict) and choice.get("type") in ("function", "custom"):
-        name = flat_name(choice.get("name", ""), choice.get("namespace"))
-        if name in names:
-            return {"type": "function", "function": {"name": name}}
+    name = forced_function(choice, names)
+    if name is not None:
+        return {"type": "function", "function": {"name": name}}
     if isinstance(choice, dict) and choice.get("mode") in ("auto", "required"):
         return choice["mode"]  # allowed_tools: the subset is not expressible, the mode is
     return "auto"

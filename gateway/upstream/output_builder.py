@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from session import new_id
 
+from .builtin_tools import native_call
 from .results import Event, Item, TurnResult, TurnStatus, failed_result
 
 # Chat finish reasons that end a response early, and how Responses reports them.
@@ -20,15 +21,19 @@ INCOMPLETE_REASONS = {"length": "max_output_tokens", "content_filter": "content_
 
 @dataclass(frozen=True)
 class ToolName:
-    """A tool as the client knows it: its name, namespace, and whether it is ``custom``.
+    """A tool as the client knows it: its name, namespace, and whether it is ``custom``
+    or a built-in (``builtin``: its tool type, such as ``shell``).
 
     A custom (free-form input) tool is offered to a chat upstream as a function taking one
-    string, ``input``; its calls go back to the client as ``custom_tool_call`` items.
+    string, ``input``; its calls go back to the client as ``custom_tool_call`` items. A
+    built-in's calls go back as its own items (``shell_call``, …; see
+    :mod:`.builtin_tools`).
     """
 
     name: str
     namespace: str | None = None
     custom: bool = False
+    builtin: str | None = None
 
 
 def custom_input(arguments: str) -> str:
@@ -67,6 +72,9 @@ class OutputBuilder:
         self._text_index: int | None = None
         self._reasoning_index: int | None = None
         self._tool_indexes: dict[int, int] = {}  # upstream tool-call index -> output index
+        # Built-in tool calls by upstream index: their item is made (and added) once the
+        # arguments are complete, for it holds them parsed (``action``, ``operation``).
+        self._deferred: dict[int, tuple[str, str, list[str]]] = {}  # (call id, type, pieces)
         # The fragments of each open item's text (or arguments), by output index, joined
         # once it closes: growing a string or list in place copies all of it every time.
         self._pieces: dict[int, list[str]] = {}
@@ -120,6 +128,15 @@ class OutputBuilder:
         and those are never built here.
         """
         events: list[Event] = []
+        if position in self._deferred:
+            self._deferred[position][2].append(arguments)
+            return events
+        known = self._tool_names.get(name or "")
+        if position not in self._tool_indexes and known is not None and known.builtin:
+            if self._text_index is not None or self._reasoning_index is not None:
+                events = self._close_all("completed")
+            self._deferred[position] = (call_id or new_id("call"), known.builtin, [arguments])
+            return events
         if position not in self._tool_indexes:
             events = self._open_tool_call(position, call_id, name)
         index = self._tool_indexes[position]
@@ -260,6 +277,11 @@ class OutputBuilder:
             )
             events += self._close_item(index, status)
         self._tool_indexes.clear()
+        for position in sorted(self._deferred):
+            call_id, kind, pieces = self._deferred[position]
+            index, added = self._add(native_call(kind, call_id, "".join(pieces), status))
+            events += [added, self._item_done(index)]
+        self._deferred.clear()
         return events
 
     def _close_message(self, index: int, status: str) -> list[Event]:

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config import Route
+from ..builtin_tools import as_function_item
 from ..chat_request import text_of
 from ..errors import UnsupportedInput
 from ..output_builder import ToolName
 from ..reasoning_state import ReasoningState
 from ..results import Item
-from ..tools import flat_name, function_tools
+from ..tools import flat_name, forced_function, function_tools
 
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
 _TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -136,8 +137,9 @@ class _Conversation:
             last["content"].extend(blocks)
 
     def add(self, item: Item, index: int) -> None:
-        kind = item.get("type", "message")
         where = f"input[{index}]"
+        item = as_function_item(item, where) or item  # a built-in tool's call or output
+        kind = item.get("type", "message")
         if kind == "message":
             role = item.get("role")
             if role in ("system", "developer"):
@@ -207,10 +209,9 @@ def _tools(tools: list[Item]) -> tuple[list[Item], dict[str, ToolName]]:
 
 
 def _tool_choice(choice: Any, names: dict[str, ToolName]) -> Item:
-    if isinstance(choice, dict) and choice.get("type") in ("function", "custom"):
-        name = flat_name(choice.get("name", ""), choice.get("namespace"))
-        if name in names:
-            return {"type": "tool", "name": name}
+    name = forced_function(choice, names)
+    if name is not None:
+        return {"type": "tool", "name": name}
     mode = choice.get("mode") if isinstance(choice, dict) else choice
     return {"type": {"required": "any", "none": "none"}.get(str(mode), "auto")}
 

@@ -14,6 +14,7 @@ import json
 from typing import Protocol
 
 from ...config_sections import McpSettings
+from ..builtin_tools import CALL_TYPES
 from ..results import Event, Item, TurnResult
 from .connection import Connection, McpFailure
 from .history import Names, call_pair, error_text
@@ -48,7 +49,7 @@ class Run(Protocol):
 
 
 CALL, APPROVAL, REFUSED = "call", "approval", "refused"
-_CLIENT_CALLS = frozenset({"function_call", "custom_tool_call"})
+_CLIENT_CALLS = frozenset({"function_call", "custom_tool_call", *CALL_TYPES})
 
 
 class Step:
