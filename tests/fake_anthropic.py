@@ -2,9 +2,11 @@
 
 Every request body is validated against the ``anthropic`` SDK's own request types (made
 strict: unknown keys refused, nested lists validated) and against the API's documented
-rules: alternating roles, tool_use answered by tool_result, signed thinking blocks, at
-most four cache breakpoints, real images. Every answer is validated against the SDK's
-response types before it is sent, so the fake cannot drift from the wire.
+rules: a first user message and alternating roles, tool_use answered by tool_result,
+tools of unique names whose input_schema is an object schema, images and documents in user
+content only, signed thinking blocks, at most four cache breakpoints, real images. Every
+answer is validated against the SDK's response types before it is sent, so the fake cannot
+drift from the wire.
 """
 
 from __future__ import annotations
@@ -462,6 +464,12 @@ def _check_roles(messages: list[dict[str, Any]]) -> None:
             )
         if any(b["type"] == "text" and not b["text"].strip() for b in blocks):
             raise RequestError("messages: text content blocks must contain non-whitespace text")
+        for j, block in enumerate(blocks):
+            if block["type"] in ("image", "document") and message["role"] != "user":
+                raise RequestError(
+                    f"messages.{i}.content.{j}: {block['type']} blocks are only supported in"
+                    " user messages"
+                )
     if messages[0]["role"] != "user":
         raise RequestError('messages: first message must use the "user" role')
 
@@ -469,10 +477,17 @@ def _check_roles(messages: list[dict[str, Any]]) -> None:
 def _check_tool_names(tools: list[dict[str, Any]]) -> None:
     names = [tool["name"] for tool in tools]
     for i, tool in enumerate(tools):
-        if tool.get("type") in (None, "custom") and not _TOOL_NAME.match(tool["name"]):
+        if tool.get("type") not in (None, "custom"):
+            continue
+        if not _TOOL_NAME.match(tool["name"]):
             raise RequestError(
                 f"tools.{i}.custom.name: String should match pattern '{_TOOL_NAME.pattern}'"
             )
+        schema = tool["input_schema"]
+        if "type" not in schema:
+            raise RequestError(f"tools.{i}.custom.input_schema.type: Field required")
+        if schema["type"] != "object":
+            raise RequestError(f"tools.{i}.custom.input_schema.type: Input should be 'object'")
     if len(set(names)) != len(names):
         raise RequestError("tools: Tool names must be unique.")
 

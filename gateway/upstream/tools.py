@@ -36,7 +36,8 @@ class FunctionTool:
     client: ToolName
 
 
-def _custom_description(tool: Item) -> str:
+def custom_description(tool: Item) -> str:
+    """A custom tool's description, its grammar (if any) appended."""
     description = tool.get("description") or ""
     grammar = tool.get("format") or {}
     if grammar.get("type") == "grammar" and grammar.get("definition"):
@@ -54,7 +55,7 @@ def _function(tool: Item, namespace: str | None) -> FunctionTool | None:
     name = flat_name(tool["name"], namespace)
     client = ToolName(tool["name"], namespace, kind == "custom")
     if kind == "custom":
-        return FunctionTool(name, _custom_description(tool), CUSTOM_INPUT_SCHEMA, None, client)
+        return FunctionTool(name, custom_description(tool), CUSTOM_INPUT_SCHEMA, None, client)
     description = tool.get("description") or ""
     return FunctionTool(name, description, tool.get("parameters"), tool.get("strict"), client)
 

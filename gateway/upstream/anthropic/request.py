@@ -21,7 +21,8 @@ from ..errors import UnsupportedInput
 from ..output_builder import ToolName
 from ..reasoning_state import ReasoningState
 from ..results import Item
-from ..tools import flat_name, function_tools
+from ..tools import flat_name
+from .rules import Origins, check_tool_pairs, messages_tools, opened_by_user
 
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
 _TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -30,6 +31,7 @@ _THINKING = frozenset({"thinking", "redacted_thinking"})
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 _PDF = ("file", frozenset({"application/pdf"}))
 _FILE_PARTS = frozenset({"input_image", "input_file"})
+_MEDIA = frozenset({"image", "document"})
 _DATA_URL = re.compile(r"^data:([\w.+/-]+);base64,(.*)$", re.DOTALL)
 _TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 MAX_CACHE_BREAKPOINTS = 4
@@ -88,7 +90,8 @@ def _block(part: Any, where: str) -> Item | None:
     kind = part.get("type") if isinstance(part, dict) else None
     if kind in _TEXT_PARTS or kind == "refusal":
         text = part.get("text") if kind != "refusal" else part.get("refusal")
-        return {"type": "text", "text": text} if text else None
+        # The API refuses text blocks of whitespace alone; they say nothing.
+        return {"type": "text", "text": text} if text and text.strip() else None
     if kind == "input_image" and isinstance(part.get("image_url"), str):
         return {"type": "image", "source": _source(part["image_url"], "image", _IMAGE_TYPES, where)}
     if kind == "input_file" and isinstance(part.get("file_data"), str):
@@ -104,13 +107,25 @@ def _block(part: Any, where: str) -> Item | None:
     )
 
 
-def _blocks(content: Any, where: str) -> list[Item]:
+def _blocks(content: Any, where: str, role: str = "user") -> list[Item]:
+    """Content as blocks; images and files are refused outside user content (and tool
+    outputs), as the API takes them nowhere else."""
     if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
+        return [{"type": "text", "text": content}] if content.strip() else []
     if not isinstance(content, list):
         return []
-    blocks = [_block(part, f"{where}[{n}]") for n, part in enumerate(content)]
-    return [block for block in blocks if block is not None]
+    blocks = []
+    for n, part in enumerate(content):
+        block = _block(part, f"{where}[{n}]")
+        if block is not None and block["type"] in _MEDIA and role != "user":
+            raise UnsupportedInput(
+                f"An Anthropic upstream takes images and files only in user messages and "
+                f"tool outputs, not in a {role} message.",
+                f"{where}[{n}]",
+            )
+        if block is not None:
+            blocks.append(block)
+    return blocks
 
 
 class _Conversation:
@@ -119,6 +134,7 @@ class _Conversation:
     def __init__(self, state: ReasoningState) -> None:
         self.system: list[Item] = []
         self.messages: list[Item] = []
+        self.origins: Origins = {}  # where each tool call and output is in the input
         self._state = state
 
     def _append(self, role: str, blocks: list[Item]) -> None:
@@ -141,9 +157,10 @@ class _Conversation:
         if kind == "message":
             role = item.get("role")
             if role in ("system", "developer"):
-                self.system += _blocks(item.get("content"), f"{where}.content")
+                self.system += _blocks(item.get("content"), f"{where}.content", str(role))
             elif role == "assistant":
-                self._append("assistant", _blocks(item.get("content"), f"{where}.content"))
+                blocks = _blocks(item.get("content"), f"{where}.content", "assistant")
+                self._append("assistant", blocks)
             else:
                 self._append("user", _blocks(item.get("content"), f"{where}.content"))
         elif kind == "reasoning":
@@ -151,9 +168,13 @@ class _Conversation:
             if state is not None:  # else another model's: only its visible turns go
                 self._append("assistant", list(state.get("blocks", [])))
         elif kind in _TOOL_CALLS:
-            self._append("assistant", [self._tool_use(item)])
+            use = self._tool_use(item)
+            self.origins.setdefault(("call", use["id"]), index)
+            self._append("assistant", [use])
         elif kind in _TOOL_OUTPUTS:
-            self._append("user", [self._tool_result(item, where)])
+            result = self._tool_result(item, where)
+            self.origins[("result", result["tool_use_id"])] = index
+            self._append("user", [result])
         else:
             raise UnsupportedInput(
                 f"Input items of type '{kind}' cannot be sent to an Anthropic upstream.", where
@@ -189,21 +210,6 @@ class _Conversation:
             "tool_use_id": tool_id(item.get("call_id")),
             "content": content,
         }
-
-
-def _tools(tools: list[Item]) -> tuple[list[Item], dict[str, ToolName]]:
-    """Function and custom tools as Messages API tools (see :mod:`..tools`)."""
-    offered = function_tools(tools)
-    made = []
-    for tool in offered:
-        entry: Item = {
-            "name": tool.name,
-            "input_schema": tool.parameters or {"type": "object", "properties": {}},
-        }
-        if tool.description:
-            entry["description"] = tool.description
-        made.append(entry)
-    return made, {tool.name: tool.client for tool in offered}
 
 
 def _tool_choice(choice: Any, names: dict[str, ToolName]) -> Item:
@@ -278,16 +284,17 @@ def to_messages_request(
         conversation.system.append({"type": "text", "text": instructions})
     for index, item in enumerate(items):
         conversation.add(item, index)
+    check_tool_pairs(conversation.messages, conversation.origins)
+    tools, names = messages_tools(body.get("tools") or [])
 
     max_tokens = body.get("max_output_tokens") or route.max_output_tokens
     payload: Item = {
         "model": body["model"],
         "max_tokens": max_tokens,
-        "messages": conversation.messages,
+        "messages": opened_by_user(conversation.messages),
     }
     if conversation.system:
         payload["system"] = conversation.system
-    tools, names = _tools(body.get("tools") or [])
     choice: Item | None = None
     if tools:
         payload["tools"] = tools
