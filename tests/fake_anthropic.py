@@ -98,6 +98,7 @@ class AnthropicReply:
     stream_error_after: int | None = None  # SSE events before an overloaded ``error`` event
     break_after: int | None = None  # SSE events (ping included) before the connection drops
     interleave_tools: bool = False  # stream tool_use blocks open at once, deltas alternating
+    no_stop_reason: bool = False  # answer ``stop_reason: null`` (the SDK's types allow it)
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -269,8 +270,10 @@ class FakeAnthropic:
 
     def _message(self, reply: AnthropicReply, body: dict[str, Any], key: str) -> dict[str, Any]:
         content = self._content(reply, body) if body["max_tokens"] else []
-        stop = reply.stop_reason or ("tool_use" if reply.tool_uses else "end_turn")
+        stop: str | None = reply.stop_reason or ("tool_use" if reply.tool_uses else "end_turn")
         stop = stop if body["max_tokens"] else "max_tokens"
+        if reply.no_stop_reason:
+            stop = None
         sequence = None
         text = next((b for b in content if b["type"] == "text"), None)
         for candidate in body.get("stop_sequences", []) if text else []:

@@ -151,3 +151,22 @@ def test_an_answered_call_after_a_placeholder_round_trips(
     assert made["output"][0]["content"][0]["text"] == "Sunny."
     roles = [m["role"] for m in fake.last["messages"]]
     assert roles == ["user", "assistant", "user"]
+
+
+def test_an_answer_without_a_stop_reason_is_not_taken_as_complete(
+    wire: tuple[Gateway, FakeAnthropic],
+) -> None:
+    gateway, fake = wire
+    fake.script(AnthropicReply(text="Half", no_stop_reason=True))
+    whole = post(gateway, input="go")
+    assert whole.status_code == 502, whole.text
+    assert whole.json()["error"]["code"] == "upstream_invalid_response"
+    assert "stop_reason" in whole.json()["error"]["message"]
+
+    fake.script(AnthropicReply(text="Half", no_stop_reason=True))
+    client = gateway.client()
+    events = list(client.responses.create(model="claude", input="go", stream=True))
+    assert events[-1].type == "response.failed"
+    failed = events[-1].response
+    assert failed.error is not None and "stop_reason" in failed.error.message
+    assert client.responses.retrieve(failed.id).status == "failed"
