@@ -57,6 +57,7 @@ _ERRORS = {  # status -> the error type and message Anthropic answers with it
     529: ("overloaded_error", "Overloaded"),
 }
 _THINKING_TYPES = ("thinking", "redacted_thinking")
+_SAMPLING = ("temperature", "top_p")
 _OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 _THINKING_FIRST = (
     "Expected `thinking` or `redacted_thinking`, but found `{found}`. When `thinking` is "
@@ -393,8 +394,11 @@ def check_request(body: dict[str, Any], path: str = "/v1/messages") -> None:
     type (strict) and the documented rules. Thinking signatures are not checked here (only
     the fake that signed them can): ``FakeAnthropic.check`` does that too."""
     adapter = CREATE_STREAMING if body.get("stream") is True else CREATE
+    if not path.endswith("count_tokens"):
+        _check_sampling(body)
+    typed = {k: v for k, v in body.items() if k not in _SAMPLING or path.endswith("count_tokens")}
     try:
-        (COUNT if path.endswith("count_tokens") else adapter).validate_python(body, strict=True)
+        (COUNT if path.endswith("count_tokens") else adapter).validate_python(typed, strict=True)
     except pydantic.ValidationError as error:
         raise RequestError(_validation_message(error)) from None
     if body.get("max_tokens", 0) < 0:
@@ -422,6 +426,26 @@ def check_stream_event(event: dict[str, Any]) -> None:
         ERROR_EVENT.validate_python(event, strict=True)
     elif event.get("type") != "ping" or set(event) != {"type"}:
         EVENT.validate_python(event, strict=True)
+
+
+def _check_sampling(body: dict[str, Any]) -> None:
+    """``temperature`` and ``top_p``, which the SDK's types no longer carry but the models
+    before Claude Opus 4.7 take: each from 0 to 1; with thinking, no temperature but 1
+    and a top_p from 0.95."""
+    for key in (k for k in _SAMPLING if k in body):
+        value = body[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise RequestError(f"{key}: Input should be a valid number")
+        if not 0 <= value <= 1:
+            raise RequestError(f"{key}: Input should be between 0 and 1")
+    if (body.get("thinking") or {}).get("type") not in ("enabled", "adaptive"):
+        return
+    if body.get("temperature", 1) != 1:
+        raise RequestError("`temperature` may only be set to 1 when thinking is enabled.")
+    if body.get("top_p", 1) < 0.95:
+        raise RequestError(
+            "`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled."
+        )
 
 
 def _check_thinking(body: dict[str, Any]) -> None:

@@ -170,3 +170,29 @@ def test_an_answer_without_a_stop_reason_is_not_taken_as_complete(
     failed = events[-1].response
     assert failed.error is not None and "stop_reason" in failed.error.message
     assert client.responses.retrieve(failed.id).status == "failed"
+
+
+@pytest.mark.parametrize(
+    ("request_", "sent"),
+    [
+        ({"temperature": 0.3}, {"temperature": 0.3}),
+        ({"temperature": 0, "top_p": 0.5}, {"temperature": 0, "top_p": 0.5}),
+        ({"temperature": 0.3, "top_p": 0.5, "reasoning": {"effort": "low"}}, {}),
+        ({"temperature": 0.3, "top_p": 0.97, "reasoning": {"effort": "low"}}, {"top_p": 0.97}),
+    ],
+    ids=["temperature", "both", "thinking-drops-both", "thinking-keeps-top-p"],
+)
+def test_sampling_reaches_the_messages_api_as_it_allows(
+    wire: tuple[Gateway, FakeAnthropic], request_: dict[str, Any], sent: dict[str, Any]
+) -> None:
+    gateway, fake = wire
+    completed(gateway, input="go", **request_)
+    assert {k: fake.last[k] for k in ("temperature", "top_p") if k in fake.last} == sent
+    assert ("thinking" in fake.last) == ("reasoning" in request_)
+
+
+def test_a_temperature_above_the_messages_api_scale_is_refused(
+    wire: tuple[Gateway, FakeAnthropic],
+) -> None:
+    gateway, fake = wire
+    assert "0 to 1" in refused(gateway, fake, "temperature", input="go", temperature=1.5)

@@ -22,7 +22,7 @@ from ..output_builder import ToolName
 from ..reasoning_state import ReasoningState
 from ..results import Item
 from ..tools import flat_name
-from .rules import Origins, check_tool_pairs, messages_tools, opened_by_user
+from .rules import Origins, check_tool_pairs, messages_tools, opened_by_user, sampling
 
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
 _TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -308,6 +308,8 @@ def to_messages_request(
         payload["thinking"] = thinking
         if output_config is not None:
             payload["output_config"] = output_config
+    if route.sampling == "send":
+        payload.update(sampling(body, "thinking" in payload))
     fmt = ((body.get("text") or {}).get("format")) or {}
     if fmt.get("type") == "json_schema" and isinstance(fmt.get("schema"), dict):
         payload.setdefault("output_config", {})["format"] = {

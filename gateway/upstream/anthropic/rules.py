@@ -21,6 +21,7 @@ from ..tools import CUSTOM_INPUT_SCHEMA, custom_description, flat_name
 # What a history that starts with the model, or holds nothing, is opened with.
 PLACEHOLDER_USER: Item = {"role": "user", "content": [{"type": "text", "text": "."}]}
 EMPTY_SCHEMA: Item = {"type": "object", "properties": {}}
+MIN_THINKING_TOP_P = 0.95
 
 
 def _schema(parameters: Any, where: str) -> Item:
@@ -78,6 +79,23 @@ def messages_tools(tools: list[Item]) -> tuple[list[Item], dict[str, ToolName]]:
                 f"{where}.name",
             )
     return made, names
+
+
+def sampling(body: Item, thinking: bool) -> Item:
+    """The ``temperature`` and ``top_p`` the API takes of a request's: both without thinking
+    (``temperature`` on its scale, 0 to 1); with thinking no ``temperature`` (it must stay
+    1) and ``top_p`` only from 0.95 to 1, as the API allows."""
+    made: Item = {}
+    temperature, top_p = body.get("temperature"), body.get("top_p")
+    if temperature is not None and not thinking:
+        if temperature > 1:
+            raise UnsupportedInput(
+                "An Anthropic model takes a temperature from 0 to 1.", "temperature"
+            )
+        made["temperature"] = temperature
+    if top_p is not None and (not thinking or top_p >= MIN_THINKING_TOP_P):
+        made["top_p"] = top_p
+    return made
 
 
 def opened_by_user(messages: list[Item]) -> list[Item]:
