@@ -178,6 +178,7 @@ class GatewayConfig(BaseModel):
                     max_output_tokens=listed.max_output_tokens,
                     thinking=listed.thinking,
                     prompt_cache=listed.prompt_cache,
+                    sampling=listed.sampling,
                     weight=target.weight,
                 )
                 for target in listed.targets(model)

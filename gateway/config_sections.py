@@ -287,6 +287,7 @@ class ModelRoute(_Section):
     max_output_tokens: int = Field(default=DEFAULT_MAX_OUTPUT_TOKENS, ge=1)
     thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
     prompt_cache: Literal["auto", "off"] = "auto"
+    sampling: Literal["send", "drop"] = "send"  # ``temperature``/``top_p``, for Anthropic
     codex: CodexModelSettings = Field(default_factory=CodexModelSettings)
 
     @model_validator(mode="after")
@@ -317,6 +318,7 @@ class Route(BaseModel):
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
     prompt_cache: Literal["auto", "off"] = "auto"
+    sampling: Literal["send", "drop"] = "send"
     weight: float = 1.0
 
     @property

@@ -24,7 +24,9 @@ from gateway import create_app
 
 from .adapter_targets import postgres_base
 from .conftest import gateway_config
+from .fake_anthropic import ANTHROPIC_KEY, FakeAnthropic
 from .fake_upstream import FakeUpstream
+from .fuzz_anthropic_bodies import anthropic_bodies
 from .fuzz_bodies import (
     CALL_BODIES,
     CALL_NAMES,
@@ -119,6 +121,46 @@ def test_create_response(client: httpx.Client, errors: ErrorLog, body: dict[str,
     follow = {"model": "echo", "input": "next", "previous_response_id": response_id}
     continued = client.post("/v1/responses", json=follow)
     assert check(continued, errors)["status"] == "completed"
+
+
+@pytest.fixture(scope="module")
+def claude_client(
+    fake_upstream: tuple[FakeUpstream, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    """A gateway whose model ``claude`` goes to the strict fake Messages API."""
+    with serve(FakeAnthropic().app) as anthropic_url:
+        provider = {"wire_api": "anthropic", "base_url": anthropic_url, "api_key": ANTHROPIC_KEY}
+        config = gateway_config(
+            fake_upstream[1],
+            tmp_path_factory.mktemp("fuzz-claude") / "s.db",
+            providers={"claude": provider, "echo": {"wire_api": "echo"}},
+            models={"claude": {"provider": "claude", "upstream_model": "claude-sonnet-5-5"}},
+        )
+        with serve(create_app(config)) as url, httpx.Client(base_url=url, timeout=30) as http:
+            yield http
+
+
+def not_relayed(response: httpx.Response, errors: ErrorLog) -> Any:
+    """``check``, and no refusal of the upstream's relayed: the gateway made the request
+    valid for the Messages API, or refused it itself naming the parameter."""
+    body = check(response, errors)
+    if response.status_code >= 400:
+        assert body["error"]["code"] != "upstream_rejected", body
+        assert body["error"]["type"] == "invalid_request_error" and body["error"]["param"]
+    return body
+
+
+@FUZZ
+@given(body=anthropic_bodies())
+def test_the_anthropic_wire_sends_only_what_the_messages_api_takes(
+    claude_client: httpx.Client, errors: ErrorLog, body: dict[str, Any]
+) -> None:
+    response = claude_client.post("/v1/responses", content=encode(body), headers=JSON)
+    created = not_relayed(response, errors)
+    if response.status_code != 200 or created is None:
+        return
+    follow = {"model": "claude", "input": "next", "previous_response_id": created["id"]}
+    assert not_relayed(claude_client.post("/v1/responses", json=follow), errors)
 
 
 @FUZZ
