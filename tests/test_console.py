@@ -296,3 +296,22 @@ def test_an_open_gateway_opens_the_console_directly(tmp_path: Path) -> None:
         assert who == {"auth": "none", "admin": True, "project": None, "key_id": None}
         found = httpx.get(f"{url}{API}/search", params={"q": request_id}).json()
         assert found["id"] == made.json()["id"] and found["project"] == "default"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("since", "NaN"),
+        ("until", "nan"),
+        ("since", "inf"),
+        ("until", "-inf"),
+        ("since", "1" + "0" * 400),
+        ("until", "1e300"),
+        ("since", "-5"),
+    ],
+)
+def test_a_time_that_is_no_time_is_a_400_naming_it(console: Console, name: str, value: str) -> None:
+    for path in ("/usage", "/responses"):
+        answer = console.get(API + path, **{name: value})
+        assert answer.status_code == 400, (path, answer.text)
+        assert answer.json()["error"]["param"] == name, path

@@ -11,6 +11,7 @@ JSON endpoint here is documented in ``docs/api.md`` and usable on its own with a
 
 from __future__ import annotations
 
+import math
 import time
 from importlib import resources
 from typing import Any
@@ -34,6 +35,7 @@ CHAIN_PAGE = 50
 CHILDREN_SHOWN = 20
 BUCKETS = {"hour": 3600.0, "day": 86400.0}
 MAX_BUCKETS = 2000
+LAST_TIME = 253_402_300_799.0  # 9999-12-31T23:59:59Z
 _STATIC = {
     "index.html": "text/html; charset=utf-8",
     "console.js": "text/javascript; charset=utf-8",
@@ -165,15 +167,22 @@ async def search(request: Request) -> Response:
 
 
 def _time(request: Request, name: str) -> float | None:
+    """A time in Unix seconds, from 0 to the end of year 9999; ``float()`` alone would take
+    NaN, infinities and numbers past any calendar."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return None
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= LAST_TIME:  # False for NaN too
         raise invalid_request(
-            f"Invalid '{name}': expected Unix seconds.", param=name, code="invalid_value"
-        ) from None
+            f"Invalid '{name}': expected Unix seconds from 0 to {LAST_TIME:.0f}, got {raw[:40]!r}.",
+            param=name,
+            code="invalid_value",
+        )
+    return value
 
 
 async def list_turns(request: Request) -> Response:
