@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from gateway import create_app
-from session import SQLiteStore, new_key
+from gateway.edge.console_access import COOKIE
+from session import SQLiteStore, hash_secret, new_key
 
 from .conftest import gateway_config
 from .console_data import INJECTION, START, Seeded, seed
@@ -84,7 +85,7 @@ def test_the_page_and_every_answer_carry_the_content_security_policy(console: Co
     assert console.get("/console/static/uPlot.iife.min.js").status_code == 200
 
 
-def test_a_key_is_needed_and_the_cookie_holds_it(console: Console) -> None:
+def test_a_key_is_needed_and_the_cookie_holds_a_session_not_the_key(console: Console) -> None:
     missing = console.get(f"{API}/whoami", auth=None)
     assert missing.status_code == 401 and missing.json()["error"]["code"] == "invalid_api_key"
     assert console.get(f"{API}/whoami", auth="sk-wrong-key-0123456789").status_code == 401
@@ -99,19 +100,76 @@ def test_a_key_is_needed_and_the_cookie_holds_it(console: Console) -> None:
             "project": "default",
             "key_id": "static:ci",
         }
-        cookie = logged.headers["set-cookie"].lower()
+        set_cookie = logged.headers["set-cookie"]
+        cookie = set_cookie.lower()
         assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
-        assert DEFAULT_KEY not in logged.text
+        assert "secure" not in cookie  # plain http on loopback
+        assert "max-age=" in cookie  # the session expires
+        held = browser.cookies[COOKIE]
+        assert DEFAULT_KEY not in set_cookie and hash_secret(DEFAULT_KEY) not in set_cookie
+        assert DEFAULT_KEY not in held and DEFAULT_KEY not in logged.text
         assert browser.get(f"{API}/whoami").json()["project"] == "default"
+        assert browser.get(f"{API}/responses", params={"limit": 1}).status_code == 200
         # The cookie serves reads only: an API call that changes state ignores it.
         created = browser.post("/v1/responses", json={"model": "echo-1", "input": "hi"})
         assert created.status_code == 401
+        again = browser.post(f"{API}/login", json={"key": DEFAULT_KEY})
+        assert browser.cookies[COOKIE] != held  # each login a session of its own
+        other = browser.cookies[COOKIE]
         out = browser.post(f"{API}/logout")
-        assert out.status_code == 200 and "max-age=0" in out.headers["set-cookie"].lower()
+        assert again.status_code == out.status_code == 200
+        assert "max-age=0" in out.headers["set-cookie"].lower()
         browser.cookies.clear()
         assert browser.get(f"{API}/whoami").status_code == 401
+    # A session logged out is over on the server too, not only gone from the browser.
+    ended = httpx.get(f"{console.url}{API}/whoami", cookies={COOKIE: other})
+    assert ended.status_code == 401
+    assert httpx.get(f"{console.url}{API}/whoami", cookies={COOKIE: held}).status_code == 200
+    assert httpx.get(f"{console.url}{API}/whoami", cookies={COOKIE: DEFAULT_KEY}).status_code == 401
+    forged = held[:-4] + ("AAAA" if not held.endswith("AAAA") else "BBBB")
+    assert httpx.get(f"{console.url}{API}/whoami", cookies={COOKIE: forged}).status_code == 401
     bad = httpx.post(f"{console.url}{API}/login", json={})
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "key"
+
+
+def test_a_revoked_keys_console_session_stops_working(tmp_path: Path) -> None:
+    key, secret = new_key("default", name="to-revoke")
+
+    def on_store(call: Any) -> Any:
+        async def run() -> Any:
+            store = SQLiteStore(tmp_path / "s.db")
+            try:
+                return await call(store)
+            finally:
+                await store.close()
+
+        with ThreadPoolExecutor(1) as thread:
+            return thread.submit(asyncio.run, run()).result()
+
+    on_store(lambda store: store.create_key(key))
+    auth = {"mode": "keys", "cache_seconds": 0, "admin_key": ADMIN_KEY}
+    config = gateway_config("http://127.0.0.1:9", tmp_path / "s.db", auth=auth)
+    with serve(create_app(config)) as url, httpx.Client(base_url=url) as browser:
+        assert browser.post(f"{API}/login", json={"key": secret}).status_code == 200
+        assert secret not in browser.cookies[COOKIE]
+        assert browser.get(f"{API}/whoami").json()["key_id"] == key.id
+        on_store(lambda store: store.revoke_key(key.id))
+        revoked = browser.get(f"{API}/whoami")
+        assert revoked.status_code == 401 and revoked.json()["error"]["code"] == "invalid_api_key"
+
+
+@pytest.mark.anyio
+async def test_the_cookie_is_secure_over_https(tmp_path: Path) -> None:
+    auth = {"mode": "keys", "admin_key": ADMIN_KEY}
+    app = create_app(gateway_config("http://127.0.0.1:9", tmp_path / "s.db", auth=auth))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="https://localhost") as browser:
+            logged = await browser.post(f"{API}/login", json={"key": ADMIN_KEY})
+            assert logged.status_code == 200
+            assert "; secure" in logged.headers["set-cookie"].lower()
+            assert ADMIN_KEY not in logged.headers["set-cookie"]
+            assert (await browser.get(f"{API}/whoami")).json()["admin"] is True
 
 
 def test_search_lands_on_each_kind_of_id(console: Console) -> None:

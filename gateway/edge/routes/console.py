@@ -20,13 +20,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from session import ConversationNotFound, ResponseNotFound, StoredResponse
+from session import ConversationNotFound, ResponseNotFound, StoredResponse, hash_secret
 from session.browse import GroupBy, TurnQuery, usage_series
 
 from ...api.json_body import parse_json_object
 from ...errors import invalid_request, not_found
 from .. import console_views as views
-from ..console_access import COOKIE, Viewer, admin_only, viewer, viewer_of_token
+from ..console_access import COOKIE, Viewer, admin_only, sessions, viewer, viewer_of_token
 from ..json_response import JSONResponse
 from .common import query_choice, query_int, read_body, service
 
@@ -77,16 +77,19 @@ async def whoami(request: Request) -> Response:
 
 
 async def login(request: Request) -> Response:
-    """Checks a key sent in the body and keeps it in an HttpOnly, SameSite=Strict cookie."""
+    """Checks a key sent in the body and opens a session for it, held in an HttpOnly,
+    SameSite=Strict cookie (Secure over https) that expires with the session."""
     body = parse_json_object(await read_body(request))
     key = body.get("key")
     if not isinstance(key, str) or not key:
         raise invalid_request("Send {'key': 'YOUR_KEY'}.", param="key", code="missing_key")
     found = await viewer_of_token(request, key)
     answer = JSONResponse({"auth": service(request).config.auth.mode, **_who(found)})
+    opened = sessions(request)
     answer.set_cookie(
         COOKIE,
-        key,
+        opened.issue(hash_secret(key)),
+        max_age=int(opened.lifetime_seconds),
         httponly=True,
         samesite="strict",
         secure=request.url.scheme == "https",
@@ -96,8 +99,17 @@ async def login(request: Request) -> Response:
 
 
 async def logout(request: Request) -> Response:
+    """Ends the cookie's session on every instance and clears the cookie."""
+    if cookie := request.cookies.get(COOKIE):
+        await sessions(request).end(cookie)
     answer = JSONResponse({"logged_out": True})
-    answer.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    answer.delete_cookie(
+        COOKIE,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
     return answer
 
 
