@@ -188,6 +188,7 @@ CONSOLE_PATHS = [
     "responses",
     "responses/{id}",
     "responses/{id}/chain",
+    "conversations",
     "conversations/{id}",
     "store/conversations",
     "store/conversations/{id}",

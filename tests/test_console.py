@@ -334,6 +334,7 @@ def test_no_answer_holds_a_secret(console: Console) -> None:
         f"/responses/{ids['middle']}",
         f"/responses/{ids['middle']}/chain",
         f"/conversations/{ids['conversation']}",
+        "/conversations",
         "/store/conversations",
         "/usage",
         "/keys",
@@ -373,3 +374,96 @@ def test_a_time_that_is_no_time_is_a_400_naming_it(console: Console, name: str, 
         answer = console.get(API + path, **{name: value})
         assert answer.status_code == 400, (path, answer.text)
         assert answer.json()["error"]["param"] == name, path
+
+
+def test_the_favicon_is_served(console: Console) -> None:
+    icon = console.get("/favicon.ico", auth=None)
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+    assert icon.content.startswith(b"<svg")
+    assert console.get("/console/static/favicon.svg", auth=None).content == icon.content
+
+
+def test_responses_conversations_list_a_page_at_a_time_by_cursor(tmp_path: Path) -> None:
+    auth = {
+        "mode": "keys",
+        "admin_key": ADMIN_KEY,
+        "keys": [
+            {"key": DEFAULT_KEY, "project": "default", "name": "ci"},
+            {"key": TEAM_B_KEY, "project": "team-b", "name": "b"},
+        ],
+    }
+    config = gateway_config("http://127.0.0.1:9", tmp_path / "s.db", auth=auth)
+    with serve(create_app(config)) as url:
+
+        def call(method: str, path: str, key: str = ADMIN_KEY, **kwargs: Any) -> httpx.Response:
+            headers = {"authorization": f"Bearer {key}"}
+            return httpx.request(method, f"{url}{path}", headers=headers, timeout=30, **kwargs)
+
+        made: dict[str, list[str]] = {"default": [], "team-b": []}
+        for n, key in enumerate([DEFAULT_KEY] * 3 + [TEAM_B_KEY] * 2):
+            body = {"metadata": {"n": str(n)}, "items": [{"role": "user", "content": f"hi {n}"}]}
+            created = call("POST", "/v1/conversations", key, json=body)
+            assert created.status_code == 200, created.text
+            made["default" if key == DEFAULT_KEY else "team-b"].append(created.json()["id"])
+        seen: list[str] = []
+        pages = 0
+        cursor: str | None = None
+        cursors: list[str | None] = []
+        while True:
+            params = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+            page = call("GET", f"{API}/conversations", params=params).json()
+            pages += 1
+            assert page["object"] == "list" and len(page["data"]) <= 2
+            seen += [c["id"] for c in page["data"]]
+            if not page["has_more"]:
+                assert page["next_cursor"] is None
+                break
+            cursor = page["next_cursor"]
+            cursors.append(cursor)
+        assert seen == made["default"] + made["team-b"] and pages == 3
+        first = call("GET", f"{API}/conversations", params={"limit": 1}).json()["data"][0]
+        assert first["project"] == "default" and first["metadata"] == {"n": "0"}
+        assert first["updated_at"] >= first["created_at"]
+        opened = call("GET", f"{API}/conversations/{first['id']}").json()
+        assert opened["items"]["data"][0]["content"][0]["text"] == "hi 0"
+        mine = call("GET", f"{API}/conversations", TEAM_B_KEY, params={"project": "default"})
+        assert [c["id"] for c in mine.json()["data"]] == made["team-b"]
+        only = call("GET", f"{API}/conversations", params={"project": "team-b"}).json()
+        assert [c["id"] for c in only["data"]] == made["team-b"]
+        # Nonsense, JSON of the wrong shape, and a cursor into another project's conversations.
+        for bad in ("nonsense", "W10", cursors[0] or ""):
+            refused = call("GET", f"{API}/conversations", TEAM_B_KEY, params={"cursor": bad})
+            assert refused.status_code == 400 and refused.json()["error"]["param"] == "cursor"
+
+
+def test_the_keys_list_shows_what_each_key_used_this_month(tmp_path: Path) -> None:
+    key, secret = new_key("default", name="metered", budget_tokens=10_000, requests_per_minute=30)
+
+    async def create() -> None:
+        store = SQLiteStore(tmp_path / "s.db")
+        try:
+            await store.create_key(key)
+        finally:
+            await store.close()
+
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, create()).result()
+    auth = {"mode": "keys", "cache_seconds": 0, "admin_key": ADMIN_KEY}
+    config = gateway_config("http://127.0.0.1:9", tmp_path / "s.db", auth=auth)
+    with serve(create_app(config)) as url:
+        admin = {"authorization": f"Bearer {ADMIN_KEY}"}
+        before = httpx.get(f"{url}{API}/keys", headers=admin).json()["data"][0]["usage"]
+        assert before["spent_usd"] == 0 and before["tokens"] == 0
+        assert before["turns_last_minute"] == 0 and len(before["month"]) == 7
+        made = httpx.post(
+            f"{url}/v1/responses",
+            headers={"authorization": f"Bearer {secret}"},
+            json={"model": "echo-1", "input": "count my tokens"},
+        )
+        assert made.status_code == 200, made.text
+        usage = made.json()["usage"]
+        (listed,) = httpx.get(f"{url}{API}/keys", headers=admin).json()["data"]
+        assert listed["usage"]["tokens"] == usage["input_tokens"] + usage["output_tokens"] > 0
+        assert listed["usage"]["turns_last_minute"] == 1
+        assert listed["budget_tokens"] == 10_000 and listed["requests_per_minute"] == 30
+        assert secret not in str(listed)

@@ -93,6 +93,14 @@ async def viewer(request: Request) -> Viewer:
     return await viewer_of_digest(request, session.key_digest)
 
 
+async def visible_projects(request: Request, who: Viewer) -> list[str]:
+    """The projects the viewer may look into: its own, or for the admin every one stored."""
+    if who.project is not None:
+        return [who.project]
+    found: list[str] = await service(request).store.projects()
+    return found
+
+
 def admin_only(who: Viewer) -> None:
     if not who.admin:
         raise APIError(
