@@ -188,20 +188,29 @@ CONSOLE_PATHS = [
     "responses",
     "responses/{id}",
     "responses/{id}/chain",
+    "conversations",
     "conversations/{id}",
     "store/conversations",
     "store/conversations/{id}",
     "usage",
     "keys",
 ]
-CONSOLE_QUERIES = st.dictionaries(
-    st.sampled_from(
-        ["q", "project", "model", "status", "key", "since", "until", "after", "limit", "bucket",
-         "by", "before"]
-    ),
+CONSOLE_PARAMS = [
+    "q", "project", "model", "status", "key", "since", "until", "after", "limit", "bucket",
+    "by", "before", "cursor", "order",
+]  # fmt: skip
+# What a careless or hostile client puts in a console query: numbers Python's float() takes
+# but no time is (NaN, infinities, past float range), strings, empty, unicode.
+CONSOLE_VALUES = st.one_of(
     QUERY_VALUES,
-    max_size=4,
+    st.sampled_from(
+        ["NaN", "nan", "-nan", "inf", "-inf", "Infinity", "1e308", "-1e308", "1" + "0" * 400,
+         "-5", "-1e9", "9" * 30, "0x10", "1_000", " 1 ", "١٢", "hour", "day", "model", "key"]
+    ),
+    st.integers(min_value=-(2**80), max_value=2**80).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
 )  # fmt: skip
+CONSOLE_QUERIES = st.dictionaries(st.sampled_from(CONSOLE_PARAMS), CONSOLE_VALUES, max_size=5)
 
 
 # -- the agent Store (/v1/store) ------------------------------------------------------------

@@ -308,6 +308,10 @@ def test_gateway_routes(
 
 
 @FUZZ
+@example(path="usage", ident="x", query={"since": "NaN"}, body={})
+@example(path="usage", ident="x", query={"until": "nan"}, body={})
+@example(path="usage", ident="x", query={"since": "-inf", "until": "inf"}, body={})
+@example(path="responses", ident="x", query={"since": "1" + "0" * 400}, body={})
 @given(path=st.sampled_from(CONSOLE_PATHS), ident=TEXT, query=CONSOLE_QUERIES, body=HOSTILE)
 def test_console_endpoints(
     client: httpx.Client,

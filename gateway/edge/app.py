@@ -31,6 +31,7 @@ from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
 from ..upstream import ProviderClient, UnsupportedInput, UpstreamError
 from .auth import Authenticator
 from .console_access import ConsoleHeadersMiddleware
+from .console_sessions import ConsoleSessions
 from .errors import error_response, from_session_error, from_upstream_error
 from .middleware import (
     AllowedHostsMiddleware,
@@ -134,8 +135,12 @@ def create_app(
             )
             shared = await stack.enter_async_context(shared_limits(config, measured_store))
             spending = Spending(shared)
+            sealer = Sealer(secret)
             service = ResponsesService(
-                measured_store, config, clients, metrics, Sealer(secret), shared, spending
+                measured_store, config, clients, metrics, sealer, shared, spending
+            )
+            app.state.console_sessions = ConsoleSessions(
+                sealer, shared, config.auth.console_session_seconds
             )
             app.state.service = service
             app.state.authenticator = Authenticator(
