@@ -109,7 +109,7 @@ def _table(header: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
     )
 
 
-async def _keys(args: argparse.Namespace, store: SessionStore) -> None:
+async def _keys(args: argparse.Namespace, store: SessionStore, auth_mode: str) -> None:
     if args.action == "create":
         if args.requests_per_minute is not None and args.requests_per_minute < 1:
             raise SystemExit("gateway: --requests-per-minute must be at least 1")
@@ -130,6 +130,12 @@ async def _keys(args: argparse.Namespace, store: SessionStore) -> None:
             f"created {key.id} for project {key.project}; the secret above is shown only once",
             file=sys.stderr,
         )
+        if auth_mode == "none":
+            print(
+                "gateway: warning: auth.mode is none: no API key is checked until auth.mode is"
+                " keys (this key is kept, and works from then on)",
+                file=sys.stderr,
+            )
     elif args.action == "list":
         keys = await store.list_keys(args.project)
         rows: list[tuple[object, ...]] = [
@@ -238,7 +244,7 @@ async def _run(args: argparse.Namespace, config: GatewayConfig, stream: BinaryIO
             assert stream is not None
             return await _import(config, store, stream)
         elif args.command == "keys":
-            await _keys(args, store)
+            await _keys(args, store, config.auth.mode)
         elif args.command == "prune":
             before = time.time() - args.older_than
             responses, conversations = await prune_all(store, before)
