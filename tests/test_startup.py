@@ -305,10 +305,10 @@ def test_check_config_reports_every_problem_in_one_run(tmp_path: Path) -> None:
     assert checked.stderr.splitlines() == [
         f"gateway: invalid configuration ({config}):",
         "  auth.keys[0].key: environment variable NOT_SET_KEY_X is not set",
-        "  server.port: Input should be a valid integer, unable to parse string as an integer",
+        "  models.m.provider: unknown provider 'ghost'",
         "  providers.p.base_url: must start with http:// or https:// "
         "(e.g. https://api.deepseek.com/v1)",
-        "  models.m.provider: unknown provider 'ghost'",
+        "  server.port: Input should be a valid integer, unable to parse string as an integer",
         f"gateway: session.sqlite.path: cannot create {tmp_path / 'a-file' / 'data'} "
         "(Not a directory); choose a folder the gateway may write",
     ]
