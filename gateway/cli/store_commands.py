@@ -215,9 +215,9 @@ async def _export(
     )
 
 
-async def _import(config: GatewayConfig, store: SessionStore, lines: BinaryIO) -> int:
+async def _import(config: GatewayConfig, store: SessionStore, lines: BinaryIO, source: str) -> int:
     try:
-        result = await transfer.Importer(store, config.compaction.secret).run(lines)
+        result = await transfer.Importer(store, config.compaction.secret).run(lines, source)
     except transfer.Refused as refused:
         print(f"gateway: {refused}", file=sys.stderr)
         return 1
@@ -242,7 +242,8 @@ async def _run(args: argparse.Namespace, config: GatewayConfig, stream: BinaryIO
             await _export(args, config, store, stream)
         elif args.command == "import":
             assert stream is not None
-            return await _import(config, store, stream)
+            source = "standard input" if args.file == "-" else args.file
+            return await _import(config, store, stream, source)
         elif args.command == "keys":
             await _keys(args, store, config.auth.mode)
         elif args.command == "prune":
