@@ -241,6 +241,19 @@ def test_start_up_failures_are_one_line_naming_the_setting(tmp_path: Path) -> No
         assert "Traceback" not in refused.stderr
 
 
+def test_a_start_that_fails_leaves_no_data_folder_behind(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path / "config.yaml", session={"sqlite": {"path": "data/deeper/sessions.db"}}
+    )
+    with loopback_socket() as taken:
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = gateway("serve", "--config", str(config), "--port", str(port), cwd=tmp_path)
+    assert busy.returncode == 1
+    assert "is in use by another process" in one_line(busy)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["config.yaml"]
+
+
 def test_postgres_down_at_start_up_refuses_to_start_without_a_compaction_secret(
     tmp_path: Path,
 ) -> None:
