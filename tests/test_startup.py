@@ -28,7 +28,7 @@ import uvicorn
 import yaml
 from starlette.types import Message, Receive, Scope, Send
 
-from gateway.cli.main import host_name, port_number
+from gateway.cli.arguments import host_name, port_number
 from gateway.cli.startup import anchor_sqlite_path, failure_line, summary
 from gateway.config import parse_config
 from gateway.edge.processes import client_url

@@ -13,8 +13,6 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as installed_version
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,20 +26,12 @@ from session import (
 )
 
 from ..config import GatewayConfig, ServerSettings
+from .arguments import PACKAGE, version
 
 # Every line about the server starting and stopping, whichever module writes it.
 logger = logging.getLogger("gateway.server")
 
-PACKAGE = "responses-gateway"
 SQLITE_SPECIAL = (":memory:", "")  # names sqlite3 does not take for a file
-
-
-def version() -> str:
-    """The installed package's version (``unknown`` when run from an uninstalled tree)."""
-    try:
-        return installed_version(PACKAGE)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 @dataclass

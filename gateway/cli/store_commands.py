@@ -12,88 +12,12 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import astuple
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from session import SessionError, SessionStore, build_store, new_key, parse_duration
+from session import SessionError, SessionStore, build_store, new_key
 
-from ..auth_settings import ProjectName
 from ..config import GatewayConfig
 from . import show, transfer
-
-COMMANDS = ("keys", "prune", "usage", "show", "export", "import")
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _project(text: str) -> str:
-    from pydantic import TypeAdapter, ValidationError
-
-    try:
-        return TypeAdapter(ProjectName).validate_python(text)
-    except ValidationError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: a project is 1 to 64 letters, digits, '.', '_' or '-'"
-        ) from None
-
-
-def add_commands(commands: Any, config_help: str) -> None:
-    keys = commands.add_parser("keys", help="create, list and revoke managed API keys")
-    actions = keys.add_subparsers(dest="action", required=True)
-    create = actions.add_parser("create", help="create a key; its secret is printed once")
-    create.add_argument("--project", required=True, type=_project)
-    create.add_argument("--name")
-    create.add_argument("--requests-per-minute", type=int, metavar="N")
-    create.add_argument(
-        "--budget-usd", type=float, metavar="N", help="spend per calendar month (UTC)"
-    )
-    create.add_argument(
-        "--budget-tokens",
-        type=int,
-        metavar="N",
-        help="input and output tokens per calendar month (UTC)",
-    )
-    listing = actions.add_parser("list", help="list keys (never their secrets)")
-    listing.add_argument("--project", type=_project)
-    revoke = actions.add_parser("revoke", help="revoke a key on every instance")
-    revoke.add_argument("key_id")
-
-    prune = commands.add_parser("prune", help="delete records older than a duration")
-    prune.add_argument("--older-than", required=True, type=_duration, metavar="AGE")
-
-    usage = commands.add_parser("usage", help="token totals by project and model")
-    usage.add_argument("--project", type=_project)
-    usage.add_argument("--since", type=_duration, metavar="AGE", help="e.g. 7d (default: all)")
-
-    for parser in (create, listing, revoke, prune, usage):
-        parser.add_argument("--config", help=config_help)
-
-
-def add_record_commands(commands: Any, config_help: str) -> None:
-    """``gateway show``, ``export`` and ``import``: whole records, to read or to move."""
-    shown = commands.add_parser(
-        "show", help="print a stored response, its chain, or a conversation, for reading"
-    )
-    shown.add_argument(
-        "id", metavar="ID", help="a response (resp_...) or a conversation (conv_...)"
-    )
-    shown.add_argument("--chain", action="store_true", help="every turn from the chain's first")
-    shown.add_argument(
-        "--project", type=_project, default="default", help="its project (default: default)"
-    )
-    export = commands.add_parser(
-        "export", help="write stored turns and conversations as JSON lines"
-    )
-    export.add_argument("--project", type=_project, help="one project (default: every project)")
-    export.add_argument("--output", metavar="FILE", help="write to FILE, not standard output")
-    imported = commands.add_parser("import", help="read an export into the configured store")
-    imported.add_argument("file", metavar="FILE", help="an export, or - for standard input")
-    for parser in (shown, export, imported):
-        parser.add_argument("--config", help=config_help)
 
 
 def _when(timestamp: float) -> str:
