@@ -61,6 +61,10 @@ def test_a_server_off_the_list_is_a_400(mcp: Gateway, dice: McpServer) -> None:
         "http://169.254.169.254/latest",
         "http://[::1]:9/mcp",
         "http://192.168.0.1/mcp",
+        "http://[::127.0.0.1]:9/mcp",  # IPv6 forms that carry 127.0.0.1
+        "http://[::ffff:0:127.0.0.1]:9/mcp",
+        "http://[64:ff9b::127.0.0.1]:9/mcp",
+        "http://[2002:7f00:1::]:9/mcp",
     ],
 )
 def test_a_private_address_is_refused_without_an_allow_list(

@@ -29,6 +29,7 @@ from ..turn.service import ResponsesService
 from ..turn.spending import Spending
 from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
 from ..upstream import ProviderClient, UnsupportedInput, UpstreamError
+from ..upstream.addresses import Resolver, SystemResolver
 from .auth import Authenticator
 from .console_access import ConsoleHeadersMiddleware
 from .errors import error_response, from_session_error, from_upstream_error
@@ -109,10 +110,13 @@ def create_app(
     config: GatewayConfig,
     *,
     store: SessionStore | None = None,
+    resolver: Resolver | None = None,
 ) -> Starlette:
     """Build the gateway; the store, HTTP clients and upkeep run in the app's lifespan.
 
     ``store`` replaces the configured backend (the caller then owns and closes it).
+    ``resolver`` answers the names of the servers clients ask the gateway to reach (their
+    MCP servers); by default the operating system's.
     """
 
     @asynccontextmanager
@@ -134,7 +138,14 @@ def create_app(
             shared = await stack.enter_async_context(shared_limits(config, measured_store))
             spending = Spending(shared)
             service = ResponsesService(
-                measured_store, config, clients, metrics, Sealer(secret), shared, spending
+                measured_store,
+                config,
+                clients,
+                metrics,
+                Sealer(secret),
+                shared,
+                spending,
+                resolver or SystemResolver(),
             )
             app.state.service = service
             app.state.authenticator = Authenticator(

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from ...config_sections import McpSettings
 from ...errors import APIError
+from ..addresses import Resolver
 from ..base import Replay, Upstream, UpstreamStream
 from ..errors import UpstreamError
 from ..results import Event, Item, TurnResult, failed_result
@@ -34,10 +35,13 @@ MAX_MODEL_CALLS = 100  # past this many in one turn, the tools are no longer off
 class McpUpstream:
     """``inner`` with the request's ``mcp`` tools run by the gateway (see the module)."""
 
-    def __init__(self, inner: Upstream, settings: McpSettings, own_count: int) -> None:
+    def __init__(
+        self, inner: Upstream, settings: McpSettings, own_count: int, resolver: Resolver
+    ) -> None:
         self._inner = inner
         self.capabilities = inner.capabilities
         self._settings = settings
+        self._resolver = resolver  # answers the server names; what it gives is checked
         self._own_count = own_count  # the client's own input items, last in the input
 
     async def check(self, request: Item) -> None:
@@ -49,7 +53,7 @@ class McpUpstream:
         model_history(request["input"], self._own_count, names, {s.label for s in found})
         for server in found:
             if not server.listed:
-                await check_address(server.url, f"tools[{server.index}].server_url")
+                await check_address(server.url, f"tools[{server.index}].server_url", self._resolver)
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
@@ -58,7 +62,7 @@ class McpUpstream:
         names = Names({tool.name for tool in function_tools(tools)})
         labels = {server.label for server in found}
         history = model_history(request["input"], self._own_count, names, labels)
-        run = Run(self._inner, self._settings, request, found, names, stream)
+        run = Run(self._inner, self._settings, self._resolver, request, found, names, stream)
         run.model_input = history.items
         async with AsyncExitStack() as stack:
             await run.prologue(stack, history.listed)
@@ -85,6 +89,7 @@ class Run:
         self,
         inner: Upstream,
         settings: McpSettings,
+        resolver: Resolver,
         request: Item,
         found: list[Server],
         names: Names,
@@ -92,6 +97,7 @@ class Run:
     ) -> None:
         self._inner = inner
         self.settings = settings
+        self._resolver = resolver
         self._request = request
         self.servers = {server.label: server for server in found}
         self.names = names
@@ -157,7 +163,9 @@ class Run:
                     added(at, item), progress("response.mcp_list_tools.in_progress", at, item)
                 )
             try:
-                connection = await stack.enter_async_context(connect(server, self.settings))
+                connection = await stack.enter_async_context(
+                    connect(server, self.settings, self._resolver)
+                )
                 self.connections[server.label] = connection
                 if item is None:
                     self.tools[server.label] = listed[server.label]

@@ -3,21 +3,20 @@
 Each ``{"type": "mcp", ...}`` tool becomes a :class:`Server`: its label, URL, the headers
 sent to it (never stored), which of its tools the model may see and which need the
 client's approval. A URL must be on ``mcp.allowed_servers`` when that is set; one that is
-not listed must not reach a loopback, link-local or private address (every address its
-host resolves to is checked, on connecting and on each request, redirects included).
+not listed must not reach a loopback, link-local or private address: every address its
+host resolves to is checked before the turn starts, and each connection goes to an
+address checked as it was resolved (:mod:`..pinned`), redirects included.
 """
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
-import socket
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from ...config_sections import McpSettings
 from ...errors import APIError, invalid_request
+from ..addresses import AddressRefused, Resolver, public_addresses
 from ..results import Item
 
 SECRET_FIELDS = ("headers", "authorization")
@@ -234,33 +233,20 @@ def is_listed(url: str, allowed: list[str]) -> bool:
     return False
 
 
-def _private(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return not ip.is_global or ip.is_multicast
-
-
-async def check_address(url: str, param: str) -> None:
+async def check_address(url: str, param: str, resolver: Resolver) -> None:
     """A 400 naming ``param`` when the host of ``url`` resolves to any address that is not
-    public (loopback, link-local, private, reserved), or does not resolve."""
-    host = urlsplit(url).hostname or ""
+    public (:func:`~..addresses.is_public`), or does not resolve. The connection checks
+    again, the address it connects to (:class:`~..pinned.PinnedTransport`)."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        ipaddress.ip_address(host)
-        addresses = [host]
-    except ValueError:
-        try:
-            found = await asyncio.get_running_loop().getaddrinfo(
-                host, None, type=socket.SOCK_STREAM
-            )
-        except OSError:
-            raise _refused(param, f"its host {host!r} does not resolve") from None
-        addresses = [str(info[4][0]) for info in found]
-    if not addresses or any(_private(address) for address in addresses):
-        raise _refused(param, "it is not a public address")
+        await public_addresses(parts.hostname or "", port, resolver)
+    except AddressRefused as refusal:
+        raise refused(param, refusal.reason) from None
 
 
-def _refused(param: str, why: str) -> APIError:
+def refused(param: str, why: str) -> APIError:
+    """The 400 for an MCP server URL in ``param`` the gateway will not reach."""
     return invalid_request(
         f"The MCP server URL in '{param}' is not allowed: {why}.",
         param=param,
