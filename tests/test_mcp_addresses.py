@@ -176,3 +176,67 @@ def test_a_listed_server_is_reached_as_before(mcp: Gateway, dice: McpServer) -> 
         model="chat-model", input="roll", tools=[dice_tool(dice)]
     )
     assert response.output[1].output == "rolled a 6"
+
+
+# -- mcp.allowed_servers: a URL stays inside the entry it matched --------------------------
+
+ESCAPING = [
+    "{base}/mcp/../sse",
+    "{base}/mcp/x/../../sse",
+    "{base}/mcp/..",
+    "{base}/mcp/%2e%2e/sse",
+    "{base}/mcp/%2E%2E/sse",
+    "{base}/mcp/.%2e/sse",
+    "{base}/mcp/%2e./sse",
+    "{base}/mcp/..%2fsse",
+    "{base}/mcp/..%2Fsse",
+    "{base}/mcp%2f..%2fsse",
+    "{base}/mcp/..%5csse",
+    "{base}/mcp\\..\\sse",
+    "{base}/mcp/x%2fy",
+    "{base}/mcpx",
+    "{base}/MCP",
+    "{base}/",
+    "https://127.0.0.1:{port}/mcp",
+    "http://localhost:{port}/mcp",
+    "http://127.0.0.1:{other}/mcp",
+    "http://127.0.0.1:{port}@192.0.2.1/mcp",
+    "http://127.0.0.1:99999/mcp",
+    "http://127.0.0.1:port/mcp",
+]
+INSIDE = [
+    "{base}/mcp",
+    "HTTP://127.0.0.1:{port}/mcp",
+    "{base}/./mcp",
+    "{base}/sse/../mcp",
+    "{base}/mcp?session=1",
+]
+
+
+def _urls(table: list[str], dice: McpServer) -> list[str]:
+    base = dice.url.removesuffix("/mcp")
+    port = urlsplit(dice.url).port
+    other = 1 if port != 1 else 2
+    return [url.format(base=base, port=port, other=other) for url in table]
+
+
+def test_a_url_that_leaves_its_allowed_prefix_is_a_400(mcp: Gateway, dice: McpServer) -> None:
+    assert mcp.config.mcp.allowed_servers == [dice.url]
+    for url in _urls(ESCAPING, dice):
+        tools = [{"type": "function", "name": "f"}, dice_tool(dice, server_url=url)]
+        answer = httpx.post(
+            f"{mcp.url}/v1/responses", json={"model": "chat-model", "input": "hi", "tools": tools}
+        )
+        assert answer.status_code == 400, (url, answer.text)
+        assert error_of(answer)["param"] == "tools[1].server_url", url
+        assert error_of(answer)["type"] == "invalid_request_error"
+    assert dice.headers == [] and mcp.fake.requests == []
+
+
+def test_a_url_inside_its_allowed_prefix_still_works(mcp: Gateway, dice: McpServer) -> None:
+    for url in _urls(INSIDE, dice):
+        mcp.fake.script(call(), Reply(text="Six."))
+        response = mcp.client().responses.create(
+            model="chat-model", input="roll", tools=[dice_tool(dice, server_url=url)]
+        )
+        assert response.output[1].output == "rolled a 6", url

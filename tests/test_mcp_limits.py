@@ -65,6 +65,7 @@ def test_a_server_off_the_list_is_a_400(mcp: Gateway, dice: McpServer) -> None:
         "http://[::ffff:0:127.0.0.1]:9/mcp",
         "http://[64:ff9b::127.0.0.1]:9/mcp",
         "http://[2002:7f00:1::]:9/mcp",
+        "http://127.0.0.1:99999/mcp",  # not an address at all
     ],
 )
 def test_a_private_address_is_refused_without_an_allow_list(

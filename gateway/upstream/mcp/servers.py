@@ -2,7 +2,8 @@
 
 Each ``{"type": "mcp", ...}`` tool becomes a :class:`Server`: its label, URL, the headers
 sent to it (never stored), which of its tools the model may see and which need the
-client's approval. A URL must be on ``mcp.allowed_servers`` when that is set; one that is
+client's approval. A URL must be on ``mcp.allowed_servers`` when that is set (matched by
+its parts: :mod:`gateway.url_prefixes`); one that is
 not listed must not reach a loopback, link-local or private address: every address its
 host resolves to is checked before the turn starts, and each connection goes to an
 address checked as it was resolved (:mod:`..pinned`), redirects included.
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 from ...config_sections import McpSettings
 from ...errors import APIError, invalid_request
+from ...url_prefixes import covered, url_parts
 from ..addresses import AddressRefused, Resolver, public_addresses
 from ..results import Item
 
@@ -193,7 +195,7 @@ def servers(tools: list[Item], settings: McpSettings) -> list[Server]:
             description = description or operator.description
             listed = True
         else:
-            listed = _check_url(url, settings, f"{param}.server_url")
+            listed, url = _check_url(url, settings, f"{param}.server_url")
         allowed, read_only = _allowed_tools(tool.get("allowed_tools"), f"{param}.allowed_tools")
         approval = _approval(tool.get("require_approval"), f"{param}.require_approval")
         found.append(
@@ -202,8 +204,10 @@ def servers(tools: list[Item], settings: McpSettings) -> list[Server]:
     return found
 
 
-def _check_url(url: str, settings: McpSettings, param: str) -> bool:
-    """Whether the operator listed ``url``; a 400 for one off the list or not HTTP(S)."""
+def _check_url(url: str, settings: McpSettings, param: str) -> tuple[bool, str]:
+    """Whether the operator listed ``url``, and the URL to reach (its path resolved when
+    listed: what was matched is what is fetched); a 400 for one off the list or not
+    HTTP(S)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise invalid_request(
@@ -211,26 +215,25 @@ def _check_url(url: str, settings: McpSettings, param: str) -> bool:
             "a host.",
             param=param,
         )
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number from 0 to 65535
+    except ValueError:
+        raise invalid_request(
+            f"Invalid '{param}': its port is not a number from 0 to 65535.", param=param
+        ) from None
     if settings.allowed_servers is None:
-        return False
-    if is_listed(url, settings.allowed_servers):
-        return True
+        return False, url
+    try:
+        matched = url_parts(url)
+    except ValueError as why:
+        raise refused(param, str(why)) from None
+    if covered(matched, settings.allowed_servers):
+        return True, matched.url
     raise invalid_request(
         f"The MCP server URL in '{param}' is not allowed by this gateway.",
         param=param,
         code="mcp_server_not_allowed",
     )
-
-
-def is_listed(url: str, allowed: list[str]) -> bool:
-    """Whether ``url`` is one of ``allowed`` or starts with one (at a path boundary)."""
-    for entry in allowed:
-        if url == entry:
-            return True
-        prefix = entry if entry.endswith("/") else entry + "/"
-        if url.startswith(prefix) or url.startswith(entry + "?"):
-            return True
-    return False
 
 
 async def check_address(url: str, param: str, resolver: Resolver) -> None:
