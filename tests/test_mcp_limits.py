@@ -127,6 +127,61 @@ def test_a_malformed_mcp_tool_is_a_400(
     assert error_of(answer)["param"] == param and mcp.fake.requests == []
 
 
+@pytest.mark.parametrize(
+    "choice",
+    [
+        {"type": "mcp", "server_label": "zz", "name": "add"},
+        {"type": "mcp", "server_label": "zz"},
+        {"type": "mcp", "server_label": "dice", "name": 7},
+    ],
+)
+def test_a_tool_choice_naming_no_mcp_tool_of_the_request_is_a_400(
+    mcp: Gateway, dice: McpServer, choice: dict[str, Any]
+) -> None:
+    for tools in ([dice_tool(dice)], [{"type": "function", "name": "f"}], []):
+        for stream in (False, True):
+            body = {
+                "model": "chat-model",
+                "input": "hi",
+                "tools": tools,
+                "tool_choice": choice,
+                "stream": stream,
+            }
+            answer = httpx.post(f"{mcp.url}/v1/responses", json=body)
+            assert answer.status_code == 400, (tools, stream, answer.text)
+            assert error_of(answer)["type"] == "invalid_request_error"
+            assert error_of(answer)["param"].startswith("tool_choice")
+    assert mcp.fake.requests == [] and dice.headers == []
+
+
+def test_a_tool_choice_naming_a_tool_the_server_lacks_is_a_400(
+    mcp: Gateway, dice: McpServer
+) -> None:
+    choice = {"type": "mcp", "server_label": "dice", "name": "add"}
+    body = {"model": "chat-model", "input": "hi", "tools": [dice_tool(dice)], "tool_choice": choice}
+    answer = httpx.post(f"{mcp.url}/v1/responses", json=body)
+    assert answer.status_code == 400, answer.text
+    assert error_of(answer)["param"] == "tool_choice"
+    assert "add" in error_of(answer)["message"]
+    offered_elsewhere = {**body, "tools": [dice_tool(dice, allowed_tools=["shout"])]}
+    choice_of_roll = {**choice, "name": "roll"}
+    answer = httpx.post(
+        f"{mcp.url}/v1/responses", json={**offered_elsewhere, "tool_choice": choice_of_roll}
+    )
+    assert answer.status_code == 400 and error_of(answer)["param"] == "tool_choice"
+    with httpx.stream("POST", f"{mcp.url}/v1/responses", json={**body, "stream": True}) as streamed:
+        events = [line for line in streamed.iter_lines() if line.startswith("event: ")]
+    assert events[-1] == "event: response.failed"
+    assert mcp.fake.requests == []
+    mcp.fake.script(call(), Reply(text="Six."))
+    answer = httpx.post(f"{mcp.url}/v1/responses", json={**body, "tool_choice": choice_of_roll})
+    assert answer.status_code == 200, answer.text
+    assert mcp.fake.requests[0]["tool_choice"] == {
+        "type": "function",
+        "function": {"name": ROLL},
+    }
+
+
 def test_odd_mcp_items_in_the_input_never_break_a_turn(mcp: Gateway, dice: McpServer) -> None:
     odd: list[Any] = [
         {"type": "mcp_list_tools", "server_label": "dice", "tools": [1, {"name": 5}, "x"]},

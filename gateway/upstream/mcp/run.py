@@ -17,12 +17,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 
 from ...config_sections import McpSettings
-from ...errors import APIError
+from ...errors import APIError, invalid_request
 from ..addresses import Resolver
 from ..base import Replay, Upstream, UpstreamStream
 from ..errors import UpstreamError
 from ..results import Event, Item, TurnResult, failed_result
 from ..tools import function_tools
+from .choice import choice_problem, model_choice
 from .connection import Connection, McpFailure, connect
 from .history import Approval, Names, call_pair, error_text, model_history
 from .items import added, call_item, done, list_tools_item, progress, summed_usage
@@ -66,6 +67,7 @@ class McpUpstream:
         run.model_input = history.items
         async with AsyncExitStack() as stack:
             await run.prologue(stack, history.listed)
+            run.check_choice()
             await run.run_approved(history.approved)
             first = None
             if run.failure is None:
@@ -133,7 +135,9 @@ class Run:
         return any(listed.get("name") == tool for listed in self._offered(label))
 
     def _offered(self, label: str) -> list[Item]:
-        server = self.servers[label]
+        server = self.servers.get(label)
+        if server is None:
+            return []
         return [
             tool
             for tool in self.tools.get(label, [])
@@ -179,6 +183,16 @@ class Run:
                 self._list_failed(at, item, failure)
                 return
             self.emit(progress("response.mcp_list_tools.completed", at, item), done(at, item))
+
+    def check_choice(self) -> None:
+        """A 400 naming ``tool_choice`` (a failed turn, streamed) for a tool its server,
+        listed now, does not offer."""
+        problem = choice_problem(self._request.get("tool_choice"), set(self.servers), self.offers)
+        if problem is None or self.failure is not None:
+            return
+        if not self.stream:
+            raise invalid_request(problem, param="tool_choice", code="invalid_value")
+        self.failure = failed_result(problem, self.output)
 
     def _list_failed(self, at: int, item: Item, failure: McpFailure) -> None:
         message = (
@@ -235,16 +249,10 @@ class Run:
         request = {k: v for k, v in self._request.items() if k != "max_tool_calls"}
         request["input"] = list(self.model_input)
         request["tools"] = tools
-        choice = request.get("tool_choice")
-        if isinstance(choice, dict) and choice.get("type") == "mcp":
-            wanted, named = str(choice.get("server_label")), choice.get("name")
-            if offer and isinstance(named, str) and self.offers(wanted, named):
-                request["tool_choice"] = {
-                    "type": "function",
-                    "name": self.names.name(wanted, named),
-                }
-            else:
-                request["tool_choice"] = "required" if offer else "auto"
+        if "tool_choice" in request:
+            request["tool_choice"] = model_choice(
+                request["tool_choice"], offer, self.offers, self.names
+            )
         if not tools:
             request.pop("tools")
             request.pop("tool_choice", None)
