@@ -304,12 +304,49 @@ def test_max_tool_calls_stops_a_model_that_calls_forever(mcp: Gateway, dice: Mcp
     response = mcp.client().responses.create(
         model="chat-model", input="roll forever", tools=[dice_tool(dice)], max_tool_calls=2
     )
+    # OpenAI: "Any further attempts to call a tool by the model will be ignored."
     kinds = [item.type for item in response.output]
-    assert kinds == ["mcp_list_tools", "mcp_call", "mcp_call", "mcp_call"]
-    assert [item.status for item in response.output[1:]] == ["completed", "completed", "failed"]
+    assert kinds == ["mcp_list_tools", "mcp_call", "mcp_call"]
+    assert [item.status for item in response.output[1:]] == ["completed", "completed"]
     assert len(dice.calls) == 2 and len(mcp.fake.requests) == 3
     assert "tools" not in mcp.fake.last
     assert response.status == "completed"
+
+
+def test_calls_past_max_tool_calls_are_left_out_streamed_or_not(
+    mcp: Gateway, dice: McpServer
+) -> None:
+    """Three calls at once with room for two: the third is not run, not shown, and not
+    read back to the model; the model then answers without the tools."""
+    client = mcp.client()
+    three = Reply(
+        tool_calls=[(f"c{n}", ROLL, '{"sides": 6}') for n in range(3)], finish_reason="tool_calls"
+    )
+    for stream in (False, True):
+        mcp.fake.reset()
+        dice.calls.clear()
+        mcp.fake.script(three, Reply(text="Twelve."))
+        fields: dict[str, Any] = {
+            "model": "chat-model",
+            "input": "roll thrice",
+            "tools": [dice_tool(dice)],
+            "max_tool_calls": 2,
+        }
+        if stream:
+            with client.responses.stream(**fields) as events:
+                seen = list(events)
+                response = events.get_final_response()
+            added = [e.output_index for e in seen if e.type == "response.output_item.added"]
+            assert added == [0, 1, 2, 3]
+        else:
+            response = client.responses.create(**fields)
+        kinds = [item.type for item in response.output]
+        assert kinds == ["mcp_list_tools", "mcp_call", "mcp_call", "message"], stream
+        assert len(dice.calls) == 2
+        assert [m["tool_call_id"] for m in tool_messages(mcp.fake.last)] == ["c0", "c1"]
+        messages = mcp.fake.last["messages"]
+        called = [c["id"] for m in messages if m.get("tool_calls") for c in m["tool_calls"]]
+        assert called == ["c0", "c1"]
 
 
 # -- background, WebSocket, cancel -----------------------------------------------------------
