@@ -118,6 +118,23 @@ def test_a_base_url_is_an_http_url_with_a_host(base_url: str, problem: str) -> N
         assert parse_config(raw, env={}).providers["p"].base_url == good
 
 
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("mcp.example.com/tools/", "it does not start with http:// or https://"),
+        ("https://mcp.example.com:99999/", "its port is not a number"),
+        ("https://mcp.example.com/tools%2f", "its path holds an encoded"),
+    ],
+)
+def test_an_allowed_mcp_server_is_a_url_that_can_be_matched(entry: str, problem: str) -> None:
+    raw = {"mcp": {"allowed_servers": ["https://ok.example.com/mcp", entry]}}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, env={})
+    assert caught.value.problems[0].startswith(
+        f"mcp.allowed_servers: entry 1 ({entry!r}) cannot be matched: {problem}"
+    ), caught.value.problems
+
+
 @pytest.mark.parametrize("host", ["http://0.0.0.0", "0.0.0.0:8080", "[::1]", "", "a b"])
 def test_server_host_is_an_address_or_a_name(host: str) -> None:
     with pytest.raises(ConfigError, match=r"server\.host: "):

@@ -38,11 +38,15 @@ from .fuzz_bodies import (
     STORE_QUERIES,
     STORE_ROUTES,
     TEXT,
+    TOOL_CHOICES,
+    TOOL_KINDS,
     encode,
     items,
     response_bodies,
     store_bodies,
+    tool_of_kind,
 )
+from .mcp_server import McpServer
 from .servers import serve
 
 pytestmark = [pytest.mark.api]
@@ -161,6 +165,63 @@ def test_the_anthropic_wire_sends_only_what_the_messages_api_takes(
         return
     follow = {"model": "claude", "input": "next", "previous_response_id": created["id"]}
     assert not_relayed(claude_client.post("/v1/responses", json=follow), errors)
+
+
+@pytest.fixture(scope="module")
+def mcp_client(
+    fake_upstream: tuple[FakeUpstream, str],
+    tmp_path_factory: pytest.TempPathFactory,
+    dice: McpServer,
+) -> Iterator[httpx.Client]:
+    """A gateway allowed to reach the test MCP server (``dice``)."""
+    db: Path = tmp_path_factory.mktemp("fuzz-mcp") / "s.db"
+    mcp = {"allowed_servers": [dice.url], "connect_timeout_seconds": 10}
+    app = create_app(gateway_config(fake_upstream[1], db, mcp=mcp))
+    with serve(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        yield http
+
+
+@FUZZ
+@example(
+    tools=["mcp"],
+    choice={"type": "mcp", "server_label": "zz", "name": "add"},
+    stream=False,
+    model="chat-model",
+)
+@example(
+    tools=["mcp"], choice={"type": "mcp", "server_label": "zz"}, stream=True, model="chat-model"
+)
+@example(
+    tools=["mcp"],
+    choice={"type": "mcp", "server_label": "dice", "name": "add"},
+    stream=True,
+    model="chat-model",
+)
+@given(
+    tools=st.lists(st.sampled_from(TOOL_KINDS), max_size=4, unique=True),
+    choice=TOOL_CHOICES,
+    stream=st.booleans(),
+    model=st.sampled_from(["chat-model", "resp-model", "echo"]),
+)
+def test_tool_choice_over_every_tool_kind(
+    mcp_client: httpx.Client,
+    errors: ErrorLog,
+    dice: McpServer,
+    tools: list[str],
+    choice: Any,
+    stream: bool,
+    model: str,
+) -> None:
+    """Whatever ``tool_choice`` picks among whatever tools: never a 5xx, never an error
+    logged (a streamed turn that fails says why, as a failed response)."""
+    body = {
+        "model": model,
+        "input": "hi",
+        "tools": [tool_of_kind(kind, dice.url) for kind in tools],
+        "tool_choice": choice,
+        "stream": stream,
+    }
+    check(mcp_client.post("/v1/responses", content=encode(body), headers=JSON), errors)
 
 
 @FUZZ

@@ -29,6 +29,7 @@ from ..turn.service import ResponsesService
 from ..turn.spending import Spending
 from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
 from ..upstream import ProviderClient, UnsupportedInput, UpstreamError
+from ..upstream.addresses import Resolver, SystemResolver
 from .auth import Authenticator
 from .console_access import ConsoleHeadersMiddleware
 from .console_sessions import ConsoleSessions
@@ -111,10 +112,13 @@ def create_app(
     config: GatewayConfig,
     *,
     store: SessionStore | None = None,
+    resolver: Resolver | None = None,
 ) -> Starlette:
     """Build the gateway; the store, HTTP clients and upkeep run in the app's lifespan.
 
     ``store`` replaces the configured backend (the caller then owns and closes it).
+    ``resolver`` answers the names of the servers clients ask the gateway to reach (their
+    MCP servers); by default the operating system's.
     """
 
     @asynccontextmanager
@@ -137,7 +141,14 @@ def create_app(
             spending = Spending(shared)
             sealer = Sealer(secret)
             service = ResponsesService(
-                measured_store, config, clients, metrics, sealer, shared, spending
+                measured_store,
+                config,
+                clients,
+                metrics,
+                sealer,
+                shared,
+                spending,
+                resolver or SystemResolver(),
             )
             app.state.console_sessions = ConsoleSessions(
                 sealer, shared, config.auth.console_session_seconds
