@@ -194,7 +194,11 @@ def create_app(
             Middleware(ObserveMiddleware, metrics=metrics, routes=routes),
             Middleware(ConsoleHeadersMiddleware),
             Middleware(AllowedHostsMiddleware, allowed=config.server.hosts_allowed()),
-            Middleware(AllowedOriginsMiddleware, allowed=config.server.allowed_origins),
+            Middleware(
+                AllowedOriginsMiddleware,
+                allowed=config.server.allowed_origins,
+                keys=config.auth.mode == "keys",
+            ),
             *([Middleware(APIKeyMiddleware)] if config.auth.mode == "keys" else []),
             Middleware(JSONOnlyMiddleware),
         ],
