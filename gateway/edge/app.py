@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -21,7 +20,7 @@ from session.redis_shared import RedisSharedLimits
 from session.shared import SharedLimits
 
 from ..config import GatewayConfig
-from ..errors import APIError, server_error
+from ..errors import APIError
 from ..observability.measured_store import measured
 from ..observability.metrics import Metrics
 from ..sealing import Sealer
@@ -40,11 +39,10 @@ from .middleware import (
     APIKeyMiddleware,
     JSONOnlyMiddleware,
     ObserveMiddleware,
+    UncaughtMiddleware,
 )
 from .routes import agent_store, console, conversations, meta, responses, websocket
 from .socket_limits import OpenSockets
-
-logger = logging.getLogger("gateway")
 
 SWEEP_INTERVAL_SECONDS = 60.0
 UPKEEP_STOP_SECONDS = 5.0  # for a sweep's store operation under way at shutdown
@@ -78,12 +76,6 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     message = "Unknown endpoint." if exc.status_code == 404 else str(exc.detail)
     message = f"{message} ({request.method} {request.url.path})"
     return error_response(APIError(exc.status_code, message, code=code))
-
-
-async def _unexpected(request: Request, exc: Exception) -> Response:
-    logger.exception("unhandled error on %s %s", request.method, request.url.path)
-    error = server_error(500, "The gateway failed to process the request.", "server_error")
-    return error_response(error)
 
 
 async def _ended(tasks: list[asyncio.Task[None]]) -> None:
@@ -209,9 +201,14 @@ def create_app(
         lifespan=lifespan,
         middleware=[
             Middleware(ObserveMiddleware, metrics=metrics, routes=routes),
+            Middleware(UncaughtMiddleware),
             Middleware(ConsoleHeadersMiddleware),
             Middleware(AllowedHostsMiddleware, allowed=config.server.hosts_allowed()),
-            Middleware(AllowedOriginsMiddleware, allowed=config.server.allowed_origins),
+            Middleware(
+                AllowedOriginsMiddleware,
+                allowed=config.server.allowed_origins,
+                keys=config.auth.mode == "keys",
+            ),
             *([Middleware(APIKeyMiddleware)] if config.auth.mode == "keys" else []),
             Middleware(JSONOnlyMiddleware),
         ],
@@ -222,7 +219,6 @@ def create_app(
             UpstreamError: _upstream_error,
             UnsupportedInput: _upstream_error,
             HTTPException: _http_error,
-            Exception: _unexpected,
         },
     )
     app.state.metrics = metrics
