@@ -94,7 +94,8 @@ class ServerSettings(_Section):
     max_body_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     header_timeout_seconds: float = Field(default=10.0, gt=0)
     body_timeout_seconds: float = Field(default=30.0, gt=0)
-    keep_alive_seconds: int = Field(default=5, ge=1)
+    # Above the idle limits of the common HTTP clients (httpx 5 s, aiohttp 15 s): they close first.
+    keep_alive_seconds: int = Field(default=20, ge=1)
     max_connections: int = Field(default=1000, ge=1)
     max_websockets: int = Field(default=1000, ge=1)
     max_websockets_per_project: int = Field(default=200, ge=1)
