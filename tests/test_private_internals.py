@@ -33,14 +33,10 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from uvicorn.server import ServerState
 
+from gateway.edge.http_protocol import HeadTimeoutProtocol
 from gateway.edge.json_response import EventStream
 from gateway.edge.middleware.observe import ObserveMiddleware
-from gateway.edge.server import (
-    DenyingWebSocketProtocol,
-    GatewayServer,
-    HeadTimeoutProtocol,
-    QuerylessPaths,
-)
+from gateway.edge.server import DenyingWebSocketProtocol, GatewayServer, QuerylessPaths
 from gateway.observability import request_log
 from gateway.observability.metrics import MULTIPROCESS_ENV, Metrics, share_between_processes
 from gateway.upstream.http import JSONPieces, ProviderClient

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
+from gateway.edge.http_protocol import COALESCE_LIMIT, CoalescedWrites
 from gateway.edge.json_response import sse
-from gateway.edge.server import COALESCE_LIMIT, CoalescedWrites
 from gateway.turn.events import StreamEvent
 from gateway.turn.streaming import Outbox
 
