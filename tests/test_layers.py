@@ -24,6 +24,7 @@ LAYERS = {
     "sealing": 0,
     "routing_settings": 0,
     "config_sections": 0,
+    "web_search_settings": 0,
     "upstream": 1,
     "api": 2,
     "observability": 3,
