@@ -30,6 +30,8 @@ class AuthSettings(BaseModel):
     keys: list[StaticKey] = Field(default_factory=list)
     admin_key: Secret | None = None
     cache_seconds: float = Field(default=5.0, ge=0, le=300)
+    # How long a console login lasts: from a minute to 30 days (8 hours: a working day).
+    console_session_seconds: float = Field(default=8 * 3600.0, ge=60, le=30 * 86400)
 
     @model_validator(mode="after")
     def _distinct_keys(self) -> AuthSettings:

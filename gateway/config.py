@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -23,6 +22,7 @@ from pydantic_core import ErrorDetails
 from session import SessionSettings
 
 from .auth_settings import AuthSettings
+from .config_problems import YamlProblem, describe, in_file_order, key_path, read_yaml
 from .config_sections import (
     ANTHROPIC_BASE_URL,
     DEFAULT_MAX_OUTPUT_TOKENS,
@@ -180,6 +180,7 @@ class GatewayConfig(BaseModel):
                     max_output_tokens=listed.max_output_tokens,
                     thinking=listed.thinking,
                     prompt_cache=listed.prompt_cache,
+                    sampling=listed.sampling,
                     weight=target.weight,
                 )
                 for target in listed.targets(model)
@@ -228,48 +229,6 @@ def substitute_env(
     return _ENV_REFERENCE.sub(replace, value), problems
 
 
-def key_path(loc: tuple[int | str, ...]) -> str:
-    """``auth.keys[0].key``: list indexes in brackets, as in :func:`substitute_env`'s paths."""
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else part
-    return path
-
-
-def _message(detail: ErrorDetails) -> str:
-    if detail["type"] == "extra_forbidden":
-        return "unknown key"
-    if detail["type"] == "missing":
-        return "required"
-    return detail["msg"].removeprefix("Value error, ")
-
-
-def _follows_from_unset(path: str, message: str, unset: list[str]) -> bool:
-    """Whether the error at ``path`` is only the empty value an unset variable left there
-    (on the key itself, or on the section holding it and naming the key)."""
-    return any(
-        name == path or (path and name.startswith(f"{path}.") and name[len(path) + 1 :] in message)
-        for name in unset
-    )
-
-
-def _describe(errors: list[ErrorDetails], unset: list[str]) -> list[str]:
-    lines = []
-    for detail in errors:
-        path, message = key_path(detail["loc"]), _message(detail)
-        if _follows_from_unset(path, message, unset):
-            continue
-        if path:
-            lines.append(f"{path}: {message}")
-        else:  # the whole configuration's checks name their keys, several joined by "; "
-            lines += _JOINED.split(message)
-    return lines
-
-
-_JOINED = re.compile(r"; (?=\S+: )")  # "; " before the next problem's key path
 _STAND_IN: dict[str, Any] = {"wire_api": "echo"}
 Section = TypeVar("Section", bound=BaseModel)
 
@@ -357,7 +316,7 @@ def parse_config(raw: Any, env: Mapping[str, str] | None = None) -> GatewayConfi
         errors = error.errors()
         if any(detail["loc"] for detail in errors):
             errors += _cross_checks(copy.deepcopy(substituted), errors)
-        problems += _describe(errors, unset)
+        problems += describe(errors, unset, GatewayConfig)
     if problems:
         raise ConfigError(
             problems,
@@ -368,13 +327,18 @@ def parse_config(raw: Any, env: Mapping[str, str] | None = None) -> GatewayConfi
 
 
 def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> GatewayConfig:
-    """Read and validate ``config.yaml``; raise :class:`ConfigError` on any problem."""
+    """Read and validate ``config.yaml``; raise :class:`ConfigError` on any problem, the
+    problems in the order of the lines they are on."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise ConfigError([f"{path}: cannot read ({error.strerror})"]) from None
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise ConfigError([f"{path}: not valid YAML ({error})"]) from None
-    return parse_config(raw, env)
+        raw, lines = read_yaml(text, path)
+    except YamlProblem as problem:
+        raise ConfigError([str(problem)]) from None
+    try:
+        return parse_config(raw, env)
+    except ConfigError as error:
+        ordered = in_file_order(error.problems, lines)
+        raise ConfigError(ordered, server=error.server, session=error.session) from None

@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from .routing_settings import Deployment, Pricing, ProviderKey, RetrySettings
+from .url_prefixes import url_parts
 
 WireApi = Literal["chat_completions", "responses", "anthropic", "echo"]
 # Every ``tools[].type`` of the Responses API (the ``openai`` SDK's ``Tool`` union).
@@ -287,6 +288,7 @@ class ModelRoute(_Section):
     max_output_tokens: int = Field(default=DEFAULT_MAX_OUTPUT_TOKENS, ge=1)
     thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
     prompt_cache: Literal["auto", "off"] = "auto"
+    sampling: Literal["send", "drop"] = "send"  # ``temperature``/``top_p``, for Anthropic
     codex: CodexModelSettings = Field(default_factory=CodexModelSettings)
 
     @model_validator(mode="after")
@@ -317,6 +319,7 @@ class Route(BaseModel):
     max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS
     thinking: ThinkingSettings = Field(default_factory=ThinkingSettings)
     prompt_cache: Literal["auto", "off"] = "auto"
+    sampling: Literal["send", "drop"] = "send"
     weight: float = 1.0
 
     @property
@@ -352,6 +355,19 @@ class McpSettings(_Section):
     connect_timeout_seconds: float = Field(default=10.0, gt=0)
     call_timeout_seconds: float = Field(default=60.0, gt=0)
     max_turn_seconds: float = Field(default=600.0, gt=0)
+
+    @field_validator("allowed_servers")
+    @classmethod
+    def _comparable(cls, entries: list[str] | None) -> list[str] | None:
+        for index, entry in enumerate(entries or []):
+            try:
+                url_parts(entry)
+            except ValueError as why:
+                raise ValueError(
+                    f"entry {index} ({entry!r}) cannot be matched: {why} "
+                    "(e.g. https://mcp.example.com/tools/)"
+                ) from None
+        return entries
 
 
 class CompactionSettings(_Section):

@@ -6,7 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from session import Conversation, RequestSnapshot, ResponseSnapshot, SessionStore, StoredResponse
+from session import (
+    Conversation,
+    RequestSnapshot,
+    ResponseSnapshot,
+    SessionStore,
+    StoredResponse,
+    new_id,
+)
 
 from .records import assistant_item, user_item
 
@@ -16,6 +23,7 @@ PIXEL = (
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8Bw"
     "HwAFAAH/q842WQAAAABJRU5ErkJggg=="
 )
+LONG_MODEL = "accounts/fireworks/models/llama-v3p1-405b-instruct-long-name"
 START = 1_790_000_000.0  # a fixed time, so that ranges and buckets are known
 
 
@@ -156,3 +164,27 @@ async def seed(store: SessionStore, *, deep: int = 0) -> Seeded:
     if deep:
         seeded.deep_root, seeded.deep_head = "resp_deep_00000", parent or ""
     return seeded
+
+
+async def seed_real_ids(store: SessionStore) -> dict[str, str]:
+    """A chain of two turns named as the gateway names them: ids of 53 characters with no
+    place to break, request ids as long, a managed key's id and a long model name; what a
+    page must fit at any width. Returns the head's and the root's ids."""
+    root, head = new_id("resp"), new_id("resp")
+    metadata = {"key_id": new_id("key")[:28]}
+    for response_id, parent, at, text in (
+        (root, None, START + 500, "a question " * 40),
+        (head, root, START + 560, "a follow-up question that runs on " * 20),
+    ):
+        request_id = new_id("req")
+        await store.save(
+            _turn(
+                response_id,
+                parent,
+                at,
+                text,
+                model=LONG_MODEL,
+                metadata={**metadata, "request_id": request_id},
+            )
+        )
+    return {"real_root": root, "real_head": head}

@@ -2,9 +2,11 @@
 
 Every request body is validated against the ``anthropic`` SDK's own request types (made
 strict: unknown keys refused, nested lists validated) and against the API's documented
-rules: alternating roles, tool_use answered by tool_result, signed thinking blocks, at
-most four cache breakpoints, real images. Every answer is validated against the SDK's
-response types before it is sent, so the fake cannot drift from the wire.
+rules: a first user message and alternating roles, tool_use answered by tool_result,
+tools of unique names whose input_schema is an object schema, images and documents in user
+content only, signed thinking blocks, at most four cache breakpoints, real images. Every
+answer is validated against the SDK's response types before it is sent, so the fake cannot
+drift from the wire.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ _ERRORS = {  # status -> the error type and message Anthropic answers with it
     529: ("overloaded_error", "Overloaded"),
 }
 _THINKING_TYPES = ("thinking", "redacted_thinking")
+_SAMPLING = ("temperature", "top_p")
 _OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 _THINKING_FIRST = (
     "Expected `thinking` or `redacted_thinking`, but found `{found}`. When `thinking` is "
@@ -96,6 +99,7 @@ class AnthropicReply:
     stream_error_after: int | None = None  # SSE events before an overloaded ``error`` event
     break_after: int | None = None  # SSE events (ping included) before the connection drops
     interleave_tools: bool = False  # stream tool_use blocks open at once, deltas alternating
+    no_stop_reason: bool = False  # answer ``stop_reason: null`` (the SDK's types allow it)
 
 
 def _blocks(content: Any) -> list[dict[str, Any]]:
@@ -267,8 +271,10 @@ class FakeAnthropic:
 
     def _message(self, reply: AnthropicReply, body: dict[str, Any], key: str) -> dict[str, Any]:
         content = self._content(reply, body) if body["max_tokens"] else []
-        stop = reply.stop_reason or ("tool_use" if reply.tool_uses else "end_turn")
+        stop: str | None = reply.stop_reason or ("tool_use" if reply.tool_uses else "end_turn")
         stop = stop if body["max_tokens"] else "max_tokens"
+        if reply.no_stop_reason:
+            stop = None
         sequence = None
         text = next((b for b in content if b["type"] == "text"), None)
         for candidate in body.get("stop_sequences", []) if text else []:
@@ -388,8 +394,11 @@ def check_request(body: dict[str, Any], path: str = "/v1/messages") -> None:
     type (strict) and the documented rules. Thinking signatures are not checked here (only
     the fake that signed them can): ``FakeAnthropic.check`` does that too."""
     adapter = CREATE_STREAMING if body.get("stream") is True else CREATE
+    if not path.endswith("count_tokens"):
+        _check_sampling(body)
+    typed = {k: v for k, v in body.items() if k not in _SAMPLING or path.endswith("count_tokens")}
     try:
-        (COUNT if path.endswith("count_tokens") else adapter).validate_python(body, strict=True)
+        (COUNT if path.endswith("count_tokens") else adapter).validate_python(typed, strict=True)
     except pydantic.ValidationError as error:
         raise RequestError(_validation_message(error)) from None
     if body.get("max_tokens", 0) < 0:
@@ -417,6 +426,26 @@ def check_stream_event(event: dict[str, Any]) -> None:
         ERROR_EVENT.validate_python(event, strict=True)
     elif event.get("type") != "ping" or set(event) != {"type"}:
         EVENT.validate_python(event, strict=True)
+
+
+def _check_sampling(body: dict[str, Any]) -> None:
+    """``temperature`` and ``top_p``, which the SDK's types no longer carry but the models
+    before Claude Opus 4.7 take: each from 0 to 1; with thinking, no temperature but 1
+    and a top_p from 0.95."""
+    for key in (k for k in _SAMPLING if k in body):
+        value = body[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise RequestError(f"{key}: Input should be a valid number")
+        if not 0 <= value <= 1:
+            raise RequestError(f"{key}: Input should be between 0 and 1")
+    if (body.get("thinking") or {}).get("type") not in ("enabled", "adaptive"):
+        return
+    if body.get("temperature", 1) != 1:
+        raise RequestError("`temperature` may only be set to 1 when thinking is enabled.")
+    if body.get("top_p", 1) < 0.95:
+        raise RequestError(
+            "`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled."
+        )
 
 
 def _check_thinking(body: dict[str, Any]) -> None:
@@ -462,6 +491,12 @@ def _check_roles(messages: list[dict[str, Any]]) -> None:
             )
         if any(b["type"] == "text" and not b["text"].strip() for b in blocks):
             raise RequestError("messages: text content blocks must contain non-whitespace text")
+        for j, block in enumerate(blocks):
+            if block["type"] in ("image", "document") and message["role"] != "user":
+                raise RequestError(
+                    f"messages.{i}.content.{j}: {block['type']} blocks are only supported in"
+                    " user messages"
+                )
     if messages[0]["role"] != "user":
         raise RequestError('messages: first message must use the "user" role')
 
@@ -469,10 +504,17 @@ def _check_roles(messages: list[dict[str, Any]]) -> None:
 def _check_tool_names(tools: list[dict[str, Any]]) -> None:
     names = [tool["name"] for tool in tools]
     for i, tool in enumerate(tools):
-        if tool.get("type") in (None, "custom") and not _TOOL_NAME.match(tool["name"]):
+        if tool.get("type") not in (None, "custom"):
+            continue
+        if not _TOOL_NAME.match(tool["name"]):
             raise RequestError(
                 f"tools.{i}.custom.name: String should match pattern '{_TOOL_NAME.pattern}'"
             )
+        schema = tool["input_schema"]
+        if "type" not in schema:
+            raise RequestError(f"tools.{i}.custom.input_schema.type: Field required")
+        if schema["type"] != "object":
+            raise RequestError(f"tools.{i}.custom.input_schema.type: Input should be 'object'")
     if len(set(names)) != len(names):
         raise RequestError("tools: Tool names must be unique.")
 

@@ -118,14 +118,73 @@ TOOLS = st.one_of(
     ),
     HOSTILE,
 )
+# Every kind a tool_choice may pick: named tools, MCP servers, subsets, the built-ins.
+BUILT_IN_CHOICES = [
+    "file_search",
+    "web_search",
+    "web_search_preview",
+    "web_search_preview_2025_03_11",
+    "computer",
+    "computer_use",
+    "computer_use_preview",
+    "image_generation",
+    "code_interpreter",
+    "apply_patch",
+    "shell",
+    "local_shell",
+]
+TOOL_NAMES = st.one_of(st.sampled_from(["f", "c", "roll", "add", "mcp__dice__roll"]), HOSTILE)
+SERVER_LABELS = st.one_of(st.sampled_from(["dice", "zz", ""]), HOSTILE)
+NAMED_CHOICES = st.fixed_dictionaries(
+    {"type": st.sampled_from(["function", "custom"])}, optional={"name": TOOL_NAMES}
+)
+MCP_CHOICES = st.fixed_dictionaries(
+    {"type": st.just("mcp")}, optional={"server_label": SERVER_LABELS, "name": TOOL_NAMES}
+)
+ALLOWED_TOOLS_CHOICES = st.fixed_dictionaries(
+    {"type": st.just("allowed_tools")},
+    optional={
+        "mode": st.one_of(st.sampled_from(["auto", "required", "none"]), HOSTILE),
+        "tools": st.one_of(
+            st.lists(st.one_of(NAMED_CHOICES, MCP_CHOICES, HOSTILE), max_size=3), HOSTILE
+        ),
+    },
+)
+BUILT_IN = st.fixed_dictionaries({"type": st.sampled_from([*BUILT_IN_CHOICES, "bogus"])})
 TOOL_CHOICES = st.one_of(
     st.sampled_from(["auto", "none", "required", "invalid_choice"]),
+    NAMED_CHOICES,
+    MCP_CHOICES,
+    ALLOWED_TOOLS_CHOICES,
+    BUILT_IN,
     st.fixed_dictionaries(
         {"type": st.sampled_from(["function", "allowed_tools", "mcp", "file_search", "bogus"])},
         optional={"name": HOSTILE, "mode": HOSTILE, "tools": HOSTILE},
     ),
     HOSTILE,
 )
+
+
+TOOL_KINDS = ["function", "custom", "mcp", *BUILT_IN_CHOICES]
+
+
+def tool_of_kind(kind: str, mcp_url: str) -> dict[str, Any]:
+    """A well-formed tool of ``kind`` (one of :data:`TOOL_KINDS`); the MCP one, labelled
+    ``dice``, is the server at ``mcp_url``."""
+    if kind == "function":
+        return {"type": "function", "name": "f", "parameters": {"type": "object"}}
+    if kind == "custom":
+        return {"type": "custom", "name": "c"}
+    if kind == "mcp":
+        return {
+            "type": "mcp",
+            "server_label": "dice",
+            "server_url": mcp_url,
+            "require_approval": "never",
+        }
+    return {"type": kind}
+
+
 TEXT_CONFIGS = st.one_of(
     st.fixed_dictionaries(
         {
@@ -188,20 +247,29 @@ CONSOLE_PATHS = [
     "responses",
     "responses/{id}",
     "responses/{id}/chain",
+    "conversations",
     "conversations/{id}",
     "store/conversations",
     "store/conversations/{id}",
     "usage",
     "keys",
 ]
-CONSOLE_QUERIES = st.dictionaries(
-    st.sampled_from(
-        ["q", "project", "model", "status", "key", "since", "until", "after", "limit", "bucket",
-         "by", "before"]
-    ),
+CONSOLE_PARAMS = [
+    "q", "project", "model", "status", "key", "since", "until", "after", "limit", "bucket",
+    "by", "before", "cursor", "order",
+]  # fmt: skip
+# What a careless or hostile client puts in a console query: numbers Python's float() takes
+# but no time is (NaN, infinities, past float range), strings, empty, unicode.
+CONSOLE_VALUES = st.one_of(
     QUERY_VALUES,
-    max_size=4,
+    st.sampled_from(
+        ["NaN", "nan", "-nan", "inf", "-inf", "Infinity", "1e308", "-1e308", "1" + "0" * 400,
+         "-5", "-1e9", "9" * 30, "0x10", "1_000", " 1 ", "١٢", "hour", "day", "model", "key"]
+    ),
+    st.integers(min_value=-(2**80), max_value=2**80).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
 )  # fmt: skip
+CONSOLE_QUERIES = st.dictionaries(st.sampled_from(CONSOLE_PARAMS), CONSOLE_VALUES, max_size=5)
 
 
 # -- the agent Store (/v1/store) ------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from gateway import create_app
+from gateway.upstream.addresses import Resolver
 
 from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream, Reply
@@ -24,9 +25,14 @@ ROLL = "mcp__dice__roll"
 
 @contextmanager
 def mcp_gateway(
-    fake_upstream: tuple[FakeUpstream, str], path: Path, dice: McpServer, **settings: Any
+    fake_upstream: tuple[FakeUpstream, str],
+    path: Path,
+    dice: McpServer,
+    resolver: Resolver | None = None,
+    **settings: Any,
 ) -> Iterator[Gateway]:
-    """A gateway whose MCP allow list holds the test server (and nothing else)."""
+    """A gateway whose MCP allow list holds the test server (and nothing else); it asks
+    ``resolver`` (by default the system) for the addresses of server names."""
     dice.headers.clear()
     dice.calls.clear()
     dice.release = threading.Event()
@@ -40,7 +46,7 @@ def mcp_gateway(
         **settings,
     }
     config = gateway_config(url, path / "sessions.db", mcp=settings)
-    with serve(create_app(config)) as gateway_url:
+    with serve(create_app(config, resolver=resolver)) as gateway_url:
         gateway = Gateway(gateway_url, config, fake)
         try:
             yield gateway

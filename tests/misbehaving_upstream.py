@@ -1,8 +1,8 @@
 """An upstream that misbehaves on request: the request's ``model`` names the fault.
 
-It speaks just enough Chat Completions and Responses to start an answer, then breaks it
-the way real providers and proxies do: cut connections, clean closes before the end,
-empty or malformed bodies, HTML error pages, dripping or endless bodies, huge bodies.
+It speaks just enough Chat Completions, Responses and Messages to start an answer, then
+breaks it the way real providers and proxies do: cut connections, clean closes before the
+end, empty or malformed bodies, HTML error pages, dripping or endless bodies, huge bodies.
 One fault is only slow: ``slow_head`` holds its response head for
 :data:`SLOW_HEAD_SECONDS`, then answers in full.
 """
@@ -21,6 +21,8 @@ from starlette.routing import Route
 
 HUGE_BYTES = 200_000
 SLOW_HEAD_SECONDS = 0.5
+DRIP = [b"{", b'"a"', b":", b"1", b"}"]
+DRIP_SECONDS = 0.1
 
 
 def _chat_chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -96,11 +98,23 @@ def _common(fault: str) -> Response | None:
         return _json({"error": {"message": "x" * 20_000}}, 400)
     if fault == "huge":
         return _json({"padding": "x" * HUGE_BYTES})
-    if fault == "drip":
+    if fault == "drip":  # a body that never ends, and never makes a stream event
         return StreamingResponse(
-            _slowly([b"{", b'"a"', b":", b"1", b"}"], 0.4), media_type="application/json"
+            _slowly(DRIP, DRIP_SECONDS, repeat=True), media_type="application/json"
         )
     return None
+
+
+async def _then_drip(first: bytes) -> AsyncIterator[bytes]:
+    """One stream event, then bytes that never make another."""
+    yield first
+    async for piece in _slowly(DRIP, DRIP_SECONDS, repeat=True):
+        yield piece
+
+
+async def _then_silent(first: bytes, seconds: float) -> AsyncIterator[bytes]:
+    yield first
+    await asyncio.sleep(seconds)
 
 
 async def chat(request: Request) -> Response:
@@ -126,9 +140,10 @@ async def chat(request: Request) -> Response:
             "bad_tool_calls": lambda: [*hello, _chat_chunk({"tool_calls": 5})],
             "not_json": lambda: [*hello, b"data: {nope\n\n"],
             "error_event": lambda: [*hello, b'data: {"error": {"message": "boom"}}\n\n'],
-            "idle": lambda: _slowly(hello, 2.0),
+            "idle": lambda: _then_silent(hello[0], 2.0),
             "endless": lambda: _slowly(hello, 0.05, repeat=True),
             "huge_stream": lambda: [_chat_chunk({"content": "x" * HUGE_BYTES})],
+            "drip_after_start": lambda: _then_drip(hello[0]),
         }
         return _stream(streams[fault]())
     whole: dict[str, Any] = {
@@ -175,9 +190,10 @@ async def responses(request: Request) -> Response:
                 *hello,
                 _event({"type": "error", "code": "x", "message": "boom"}),
             ],
-            "idle": lambda: _slowly(hello, 2.0),
+            "idle": lambda: _then_silent(hello[0], 2.0),
             "endless": lambda: _slowly(hello, 0.05, repeat=True),
             "huge_stream": lambda: _text_events("x" * HUGE_BYTES),
+            "drip_after_start": lambda: _then_drip(hello[0]),
         }
         return _stream(streams[fault]())
     whole: dict[str, Any] = {
@@ -193,10 +209,36 @@ async def responses(request: Request) -> Response:
     return _json(whole[fault])
 
 
+_MESSAGE_START = {
+    "type": "message_start",
+    "message": {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    },
+}
+
+
+async def messages(request: Request) -> Response:
+    """The Messages API's faults: those common to every wire, and a stream that starts
+    with ``message_start`` and then only drips."""
+    body = await request.json()
+    common = _common(body["model"])
+    if common is not None:
+        return common
+    return _stream(_then_drip(_event(_MESSAGE_START)))
+
+
 def misbehaving_app() -> Starlette:
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat, methods=["POST"]),
             Route("/v1/responses", responses, methods=["POST"]),
+            Route("/v1/messages", messages, methods=["POST"]),
         ]
     )

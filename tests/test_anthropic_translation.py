@@ -326,3 +326,10 @@ def test_running_out_of_context_window_takes_the_context_length_path() -> None:
     result = translated_message("model_context_window_exceeded", "Partial")
     assert result.status == "failed"
     assert result.error is not None and result.error["code"] == "context_length_exceeded"
+
+
+def test_sampling_drop_sends_neither_temperature_nor_top_p() -> None:
+    body = {"input": "Hi", "temperature": 0.3, "top_p": 0.5}
+    assert translate(body)["temperature"] == 0.3
+    dropped = translate(body, sampling="drop")
+    assert "temperature" not in dropped and "top_p" not in dropped

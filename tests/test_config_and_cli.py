@@ -118,6 +118,23 @@ def test_a_base_url_is_an_http_url_with_a_host(base_url: str, problem: str) -> N
         assert parse_config(raw, env={}).providers["p"].base_url == good
 
 
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ("mcp.example.com/tools/", "it does not start with http:// or https://"),
+        ("https://mcp.example.com:99999/", "its port is not a number"),
+        ("https://mcp.example.com/tools%2f", "its path holds an encoded"),
+    ],
+)
+def test_an_allowed_mcp_server_is_a_url_that_can_be_matched(entry: str, problem: str) -> None:
+    raw = {"mcp": {"allowed_servers": ["https://ok.example.com/mcp", entry]}}
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, env={})
+    assert caught.value.problems[0].startswith(
+        f"mcp.allowed_servers: entry 1 ({entry!r}) cannot be matched: {problem}"
+    ), caught.value.problems
+
+
 @pytest.mark.parametrize("host", ["http://0.0.0.0", "0.0.0.0:8080", "[::1]", "", "a b"])
 def test_server_host_is_an_address_or_a_name(host: str) -> None:
     with pytest.raises(ConfigError, match=r"server\.host: "):
@@ -144,6 +161,64 @@ def test_unknown_provider_references() -> None:
     assert "default_provider: unknown provider 'ghost2'" in str(caught.value)
 
 
+MISSPELT = """\
+server:
+  host: 127.0.0.1
+  prot: 8080
+sesion:
+  backend: sqlite
+providers:
+  echo:
+    wire_api: echo
+    base_ulr: http://127.0.0.1:1/v1
+models:
+  echo: {provider: echo, upstream_modle: x}
+auth:
+  mdoe: none
+  zzzzzz: 1
+"""
+
+
+def test_a_misspelt_key_gets_a_suggestion_and_problems_come_in_file_order(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(MISSPELT)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert caught.value.problems == [
+        "server.prot: unknown key (did you mean 'port'?)",
+        "sesion: unknown key (did you mean 'session'?)",
+        "providers.echo.base_ulr: unknown key (did you mean 'base_url'?)",
+        "models.echo.upstream_modle: unknown key (did you mean 'upstream_model'?)",
+        "auth.mdoe: unknown key (did you mean 'mode'?)",
+        "auth.zzzzzz: unknown key",
+    ]
+
+
+def test_a_yaml_error_names_the_file_its_line_and_its_column(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("server:\n  host: [127.0.0.1\n  port: 8080\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert caught.value.problems == [
+        f"{path}:3:7: not valid YAML: expected ',' or ']', but got ':'"
+        " (while parsing a flow sequence at line 2, column 9)"
+    ]
+    path.write_text("server:\n\tport: 8080\n")
+    with pytest.raises(ConfigError) as tabbed:
+        load_config(path, env={})
+    (problem,) = tabbed.value.problems
+    assert problem.startswith(f"{path}:2:1: not valid YAML: found character '\\t'")
+    assert "<unicode string>" not in problem
+    path.write_text("server:\n  port: 8080\n  host: a\x00b\n")
+    with pytest.raises(ConfigError) as special:
+        load_config(path, env={})
+    assert special.value.problems == [
+        f"{path}:3:10: not valid YAML: special characters are not allowed (#x0000)"
+    ]
+
+
 @pytest.mark.system
 def test_check_config_cli(tmp_path: Path) -> None:
     good = run_cli("check-config", "--config", str(REPO / "config.yaml"))
@@ -162,6 +237,14 @@ def test_check_config_cli(tmp_path: Path) -> None:
     broken = tmp_path / "broken.yaml"
     broken.write_text("server: [unclosed\n")
     assert "not valid YAML" in run_cli("check-config", "--config", str(broken)).stderr
+    misspelt = tmp_path / "misspelt.yaml"
+    misspelt.write_text(MISSPELT)
+    checked = run_cli("check-config", "--config", str(misspelt))
+    assert checked.returncode == 2
+    assert checked.stderr.splitlines()[1:3] == [
+        "  server.prot: unknown key (did you mean 'port'?)",
+        "  sesion: unknown key (did you mean 'session'?)",
+    ]
 
 
 @pytest.mark.api

@@ -14,7 +14,8 @@ import httpx
 import pytest
 
 from gateway import create_app
-from session import SQLiteStore, new_key
+from gateway.edge.console_access import COOKIE
+from session import SQLiteStore, hash_secret, new_key
 
 from .conftest import gateway_config
 from .console_data import INJECTION, START, Seeded, seed
@@ -84,7 +85,7 @@ def test_the_page_and_every_answer_carry_the_content_security_policy(console: Co
     assert console.get("/console/static/uPlot.iife.min.js").status_code == 200
 
 
-def test_a_key_is_needed_and_the_cookie_holds_it(console: Console) -> None:
+def test_a_key_is_needed_and_the_cookie_holds_a_session_not_the_key(console: Console) -> None:
     missing = console.get(f"{API}/whoami", auth=None)
     assert missing.status_code == 401 and missing.json()["error"]["code"] == "invalid_api_key"
     assert console.get(f"{API}/whoami", auth="sk-wrong-key-0123456789").status_code == 401
@@ -99,19 +100,76 @@ def test_a_key_is_needed_and_the_cookie_holds_it(console: Console) -> None:
             "project": "default",
             "key_id": "static:ci",
         }
-        cookie = logged.headers["set-cookie"].lower()
+        set_cookie = logged.headers["set-cookie"]
+        cookie = set_cookie.lower()
         assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
-        assert DEFAULT_KEY not in logged.text
+        assert "secure" not in cookie  # plain http on loopback
+        assert "max-age=" in cookie  # the session expires
+        held = browser.cookies[COOKIE]
+        assert DEFAULT_KEY not in set_cookie and hash_secret(DEFAULT_KEY) not in set_cookie
+        assert DEFAULT_KEY not in held and DEFAULT_KEY not in logged.text
         assert browser.get(f"{API}/whoami").json()["project"] == "default"
+        assert browser.get(f"{API}/responses", params={"limit": 1}).status_code == 200
         # The cookie serves reads only: an API call that changes state ignores it.
         created = browser.post("/v1/responses", json={"model": "echo-1", "input": "hi"})
         assert created.status_code == 401
+        again = browser.post(f"{API}/login", json={"key": DEFAULT_KEY})
+        assert browser.cookies[COOKIE] != held  # each login a session of its own
+        other = browser.cookies[COOKIE]
         out = browser.post(f"{API}/logout")
-        assert out.status_code == 200 and "max-age=0" in out.headers["set-cookie"].lower()
+        assert again.status_code == out.status_code == 200
+        assert "max-age=0" in out.headers["set-cookie"].lower()
         browser.cookies.clear()
         assert browser.get(f"{API}/whoami").status_code == 401
+    # A session logged out is over on the server too, not only gone from the browser.
+    ended = httpx.get(f"{console.url}{API}/whoami", cookies={COOKIE: other})
+    assert ended.status_code == 401
+    assert httpx.get(f"{console.url}{API}/whoami", cookies={COOKIE: held}).status_code == 200
+    assert httpx.get(f"{console.url}{API}/whoami", cookies={COOKIE: DEFAULT_KEY}).status_code == 401
+    forged = held[:-4] + ("AAAA" if not held.endswith("AAAA") else "BBBB")
+    assert httpx.get(f"{console.url}{API}/whoami", cookies={COOKIE: forged}).status_code == 401
     bad = httpx.post(f"{console.url}{API}/login", json={})
     assert bad.status_code == 400 and bad.json()["error"]["param"] == "key"
+
+
+def test_a_revoked_keys_console_session_stops_working(tmp_path: Path) -> None:
+    key, secret = new_key("default", name="to-revoke")
+
+    def on_store(call: Any) -> Any:
+        async def run() -> Any:
+            store = SQLiteStore(tmp_path / "s.db")
+            try:
+                return await call(store)
+            finally:
+                await store.close()
+
+        with ThreadPoolExecutor(1) as thread:
+            return thread.submit(asyncio.run, run()).result()
+
+    on_store(lambda store: store.create_key(key))
+    auth = {"mode": "keys", "cache_seconds": 0, "admin_key": ADMIN_KEY}
+    config = gateway_config("http://127.0.0.1:9", tmp_path / "s.db", auth=auth)
+    with serve(create_app(config)) as url, httpx.Client(base_url=url) as browser:
+        assert browser.post(f"{API}/login", json={"key": secret}).status_code == 200
+        assert secret not in browser.cookies[COOKIE]
+        assert browser.get(f"{API}/whoami").json()["key_id"] == key.id
+        on_store(lambda store: store.revoke_key(key.id))
+        revoked = browser.get(f"{API}/whoami")
+        assert revoked.status_code == 401 and revoked.json()["error"]["code"] == "invalid_api_key"
+
+
+@pytest.mark.anyio
+async def test_the_cookie_is_secure_over_https(tmp_path: Path) -> None:
+    auth = {"mode": "keys", "admin_key": ADMIN_KEY}
+    app = create_app(gateway_config("http://127.0.0.1:9", tmp_path / "s.db", auth=auth))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="https://localhost") as browser:
+            logged = await browser.post(f"{API}/login", json={"key": ADMIN_KEY})
+            assert logged.status_code == 200
+            assert "; secure" in logged.headers["set-cookie"].lower()
+            assert ADMIN_KEY not in logged.headers["set-cookie"]
+            assert (await browser.get(f"{API}/whoami")).json()["admin"] is True
 
 
 def test_search_lands_on_each_kind_of_id(console: Console) -> None:
@@ -276,6 +334,7 @@ def test_no_answer_holds_a_secret(console: Console) -> None:
         f"/responses/{ids['middle']}",
         f"/responses/{ids['middle']}/chain",
         f"/conversations/{ids['conversation']}",
+        "/conversations",
         "/store/conversations",
         "/usage",
         "/keys",
@@ -296,3 +355,115 @@ def test_an_open_gateway_opens_the_console_directly(tmp_path: Path) -> None:
         assert who == {"auth": "none", "admin": True, "project": None, "key_id": None}
         found = httpx.get(f"{url}{API}/search", params={"q": request_id}).json()
         assert found["id"] == made.json()["id"] and found["project"] == "default"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("since", "NaN"),
+        ("until", "nan"),
+        ("since", "inf"),
+        ("until", "-inf"),
+        ("since", "1" + "0" * 400),
+        ("until", "1e300"),
+        ("since", "-5"),
+    ],
+)
+def test_a_time_that_is_no_time_is_a_400_naming_it(console: Console, name: str, value: str) -> None:
+    for path in ("/usage", "/responses"):
+        answer = console.get(API + path, **{name: value})
+        assert answer.status_code == 400, (path, answer.text)
+        assert answer.json()["error"]["param"] == name, path
+
+
+def test_the_favicon_is_served(console: Console) -> None:
+    icon = console.get("/favicon.ico", auth=None)
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+    assert icon.content.startswith(b"<svg")
+    assert console.get("/console/static/favicon.svg", auth=None).content == icon.content
+
+
+def test_responses_conversations_list_a_page_at_a_time_by_cursor(tmp_path: Path) -> None:
+    auth = {
+        "mode": "keys",
+        "admin_key": ADMIN_KEY,
+        "keys": [
+            {"key": DEFAULT_KEY, "project": "default", "name": "ci"},
+            {"key": TEAM_B_KEY, "project": "team-b", "name": "b"},
+        ],
+    }
+    config = gateway_config("http://127.0.0.1:9", tmp_path / "s.db", auth=auth)
+    with serve(create_app(config)) as url:
+
+        def call(method: str, path: str, key: str = ADMIN_KEY, **kwargs: Any) -> httpx.Response:
+            headers = {"authorization": f"Bearer {key}"}
+            return httpx.request(method, f"{url}{path}", headers=headers, timeout=30, **kwargs)
+
+        made: dict[str, list[str]] = {"default": [], "team-b": []}
+        for n, key in enumerate([DEFAULT_KEY] * 3 + [TEAM_B_KEY] * 2):
+            body = {"metadata": {"n": str(n)}, "items": [{"role": "user", "content": f"hi {n}"}]}
+            created = call("POST", "/v1/conversations", key, json=body)
+            assert created.status_code == 200, created.text
+            made["default" if key == DEFAULT_KEY else "team-b"].append(created.json()["id"])
+        seen: list[str] = []
+        pages = 0
+        cursor: str | None = None
+        cursors: list[str | None] = []
+        while True:
+            params = {"limit": 2, **({"cursor": cursor} if cursor else {})}
+            page = call("GET", f"{API}/conversations", params=params).json()
+            pages += 1
+            assert page["object"] == "list" and len(page["data"]) <= 2
+            seen += [c["id"] for c in page["data"]]
+            if not page["has_more"]:
+                assert page["next_cursor"] is None
+                break
+            cursor = page["next_cursor"]
+            cursors.append(cursor)
+        assert seen == made["default"] + made["team-b"] and pages == 3
+        first = call("GET", f"{API}/conversations", params={"limit": 1}).json()["data"][0]
+        assert first["project"] == "default" and first["metadata"] == {"n": "0"}
+        assert first["updated_at"] >= first["created_at"]
+        opened = call("GET", f"{API}/conversations/{first['id']}").json()
+        assert opened["items"]["data"][0]["content"][0]["text"] == "hi 0"
+        mine = call("GET", f"{API}/conversations", TEAM_B_KEY, params={"project": "default"})
+        assert [c["id"] for c in mine.json()["data"]] == made["team-b"]
+        only = call("GET", f"{API}/conversations", params={"project": "team-b"}).json()
+        assert [c["id"] for c in only["data"]] == made["team-b"]
+        # Nonsense, JSON of the wrong shape, and a cursor into another project's conversations.
+        for bad in ("nonsense", "W10", cursors[0] or ""):
+            refused = call("GET", f"{API}/conversations", TEAM_B_KEY, params={"cursor": bad})
+            assert refused.status_code == 400 and refused.json()["error"]["param"] == "cursor"
+
+
+def test_the_keys_list_shows_what_each_key_used_this_month(tmp_path: Path) -> None:
+    key, secret = new_key("default", name="metered", budget_tokens=10_000, requests_per_minute=30)
+
+    async def create() -> None:
+        store = SQLiteStore(tmp_path / "s.db")
+        try:
+            await store.create_key(key)
+        finally:
+            await store.close()
+
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, create()).result()
+    auth = {"mode": "keys", "cache_seconds": 0, "admin_key": ADMIN_KEY}
+    config = gateway_config("http://127.0.0.1:9", tmp_path / "s.db", auth=auth)
+    with serve(create_app(config)) as url:
+        admin = {"authorization": f"Bearer {ADMIN_KEY}"}
+        before = httpx.get(f"{url}{API}/keys", headers=admin).json()["data"][0]["usage"]
+        assert before["spent_usd"] == 0 and before["tokens"] == 0
+        assert before["turns_last_minute"] == 0 and len(before["month"]) == 7
+        made = httpx.post(
+            f"{url}/v1/responses",
+            headers={"authorization": f"Bearer {secret}"},
+            json={"model": "echo-1", "input": "count my tokens"},
+        )
+        assert made.status_code == 200, made.text
+        usage = made.json()["usage"]
+        (listed,) = httpx.get(f"{url}{API}/keys", headers=admin).json()["data"]
+        assert listed["usage"]["tokens"] == usage["input_tokens"] + usage["output_tokens"] > 0
+        assert listed["usage"]["turns_last_minute"] == 1
+        assert listed["budget_tokens"] == 10_000 and listed["requests_per_minute"] == 30
+        assert secret not in str(listed)

@@ -16,9 +16,10 @@ import pytest
 import yaml
 
 from gateway import create_app, load_config
+from gateway.turn.spending import spend_name
 from session import SQLiteStore, new_key
 
-from .console_data import INJECTION, START, Seeded, seed
+from .console_data import INJECTION, LONG_MODEL, START, Seeded, seed, seed_real_ids
 from .servers import run_cli, serve
 
 pytestmark = [pytest.mark.system]
@@ -41,6 +42,9 @@ if not CHROMIUM.exists():
 class Site:
     def __init__(self, url: str, config: str, seeded: Seeded) -> None:
         self.url, self.config, self.seeded = url, config, seeded
+
+
+SPENT_USD = 1.25
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +75,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         try:
             key, _ = new_key("default", name="ops", requests_per_minute=60, budget_usd=5.0)
             await store.create_key(key)
-            return await seed(store, deep=DEEP)
+            # This month's spend, as the gateway's turns count it; the month after too, in
+            # case the month turns before the page reads it.
+            now = time.time()
+            for name in {spend_name(key.id, now), spend_name(key.id, now + 86400)}:
+                await store.add_spend(name, SPENT_USD)
+            seeded = await seed(store, deep=DEEP)
+            seeded.ids.update(await seed_real_ids(store))
+            return seeded
         finally:
             await store.close()
 
@@ -340,3 +351,155 @@ def test_the_console_works_from_the_keyboard(admin: Watched) -> None:
     branch.focus()
     page.keyboard.press("Enter")
     page.wait_for_selector(f"#turn-{ids['branch_a']}.head")
+
+
+def _context(browser: Any, site: Site, width: int, height: int, key: str = ADMIN_KEY) -> Watched:
+    context = browser.new_context(viewport={"width": width, "height": height})
+    watched = Watched(context.new_page(), site)
+    watched.login(key)
+    return watched
+
+
+def _fits_the_window(watched: Watched) -> None:
+    scroll, inner = watched.page.evaluate(
+        "[document.documentElement.scrollWidth, window.innerWidth]"
+    )
+    assert scroll <= inner, f"the page is {scroll} px wide in a {inner} px window"
+
+
+def test_every_page_fits_a_phone_without_scrolling_sideways(browser: Any, site: Site) -> None:
+    watched = _context(browser, site, 390, 844)
+    page, ids = watched.page, site.seeded.ids
+    _fits_the_window(watched)
+    watched.shot("turns-390")
+    for head in (ids["real_head"], ids["image"], site.seeded.deep_head):
+        watched.open(f"/turn/{head}")
+        page.wait_for_selector(f"#turn-{head}.head")
+        _fits_the_window(watched)
+    watched.open(f"/turn/{ids['real_head']}")
+    page.wait_for_selector(f"#turn-{ids['real_head']}.head")
+    watched.shot("chain-390")
+    for hash_, ready in (
+        (f"/?model={LONG_MODEL}", f"#turns a[href*='{ids['real_head']}']"),
+        ("/conversations", "#conversations tbody tr"),
+        ("/keys", "#keys tbody tr"),
+        ("/usage", ".chart canvas"),
+    ):
+        watched.open(hash_)
+        page.wait_for_selector(ready)
+        _fits_the_window(watched)
+    watched.shot("usage-390")
+    watched.clean()
+    page.context.close()
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (1920, 1080)])
+def test_recent_turns_fit_their_box_and_the_text_column_takes_the_rest(
+    browser: Any, site: Site, width: int, height: int
+) -> None:
+    watched = _context(browser, site, width, height)
+    page, ids = watched.page, site.seeded.ids
+    watched.open(f"/?model={LONG_MODEL}")  # ids, request ids and a model name at full length
+    page.wait_for_selector(f"#turns a[href*='{ids['real_head']}']")
+    box = page.locator("#turns").locator("xpath=..").bounding_box()
+    table = page.locator("#turns").bounding_box()
+    assert table["width"] <= box["width"] + 0.5, (table, box)
+    right = box["x"] + box["width"] + 0.5
+    widths = {}
+    for header in page.locator("#turns thead th").all():
+        shown = header.bounding_box()
+        assert shown["x"] + shown["width"] <= right, (header.inner_text(), shown, box)
+        widths[header.inner_text()] = shown["width"]
+    assert {"Key", "First words"} <= set(widths)
+    assert widths["First words"] == max(widths.values()), widths
+    preview = page.locator(f"#turns tr:has(a[href*='{ids['real_head']}']) td.col-preview")
+    assert preview.get_attribute("title", timeout=1000).startswith("a follow-up question")
+    _fits_the_window(watched)
+    watched.shot(f"turns-{width}")
+    watched.clean()
+    page.context.close()
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800)])
+def test_the_header_stays_in_view_on_a_chain_scrolled_to_its_turn(
+    browser: Any, site: Site, width: int, height: int
+) -> None:
+    watched = _context(browser, site, width, height)
+    page, head = watched.page, site.seeded.deep_head
+    watched.open(f"/turn/{head}")
+    page.wait_for_selector(f"#turn-{head}.head")
+    assert page.evaluate("window.scrollY") > 0  # the newest turn is last: scrolled down to it
+    for selector in ("nav a[href='#/']", "nav a[href='#/conversations']", "#search-q"):
+        shown = page.locator(selector).bounding_box()
+        assert shown is not None and shown["y"] >= 0, selector
+        assert shown["y"] + shown["height"] <= height, selector
+    header = page.locator("header.top").bounding_box()
+    card = page.locator(f"#turn-{head}").bounding_box()
+    assert card["y"] >= header["y"] + header["height"]  # the turn is not under the header
+    watched.shot(f"chain-header-{width}")
+    search(watched, site.seeded.ids["middle"])  # and the search works from there
+    page.wait_for_selector(f"#turn-{site.seeded.ids['middle']}.head")
+    watched.clean()
+    page.context.close()
+
+
+# The latency chart's series colours (p50, p90, p99) as the canvas holds them.
+LATENCY_COLOURS = [(14, 165, 233), (249, 115, 22), (220, 38, 38)]
+PIXELS_OF = """([canvas, colours]) => {
+  const data = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+  let found = 0;
+  for (let i = 0; i < data.length; i += 4) {
+    if (data[i + 3] < 200) continue;
+    if (colours.some(([r, g, b]) => Math.abs(data[i] - r) + Math.abs(data[i + 1] - g)
+        + Math.abs(data[i + 2] - b) < 30)) found++;
+  }
+  return found;
+}"""
+
+
+def test_traffic_in_one_bucket_is_drawn_and_tables_speak_in_words(admin: Watched) -> None:
+    page = admin.page
+    since = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(START - 86400))
+    until = time.strftime("%Y-%m-%dT%H:%M", time.gmtime(START + 9 * 86400))
+    admin.open(f"/usage?since={since}&until={until}&bucket=day&by=project")  # one day has it all
+    page.wait_for_selector(".chart canvas")
+    latency = page.locator(".chart", has_text="Latency").locator("canvas")
+    drawn = page.evaluate(PIXELS_OF, [latency.element_handle(), LATENCY_COLOURS])
+    assert drawn > 10, "the latency of the one bucket with traffic is not drawn"
+    headers = page.locator("#usage-groups thead th").all_inner_texts()
+    assert headers[:1] == ["Project"]
+    assert {"Requests", "Input tokens", "Cached tokens", "Cost (USD)"} <= set(headers)
+    assert not [text for text in headers if "_" in text], headers
+    legends = page.locator(".chart .u-legend").all_inner_texts()
+    assert not [text for text in legends if "_" in text], legends
+    admin.shot("usage-one-bucket")
+
+
+def test_the_keys_page_shows_what_each_key_used_of_its_limits(admin: Watched) -> None:
+    admin.open("/keys")
+    row = admin.page.locator("#keys tbody tr", has_text="ops")
+    row.wait_for()
+    spend = row.locator("[data-used$='spend']")
+    assert f"${SPENT_USD:.2f} of $5.00" in spend.inner_text()
+    assert spend.locator("meter").get_attribute("value") == str(SPENT_USD / 5.0)
+    assert "of 60 turns" in row.locator("[data-used='last minute']").inner_text()
+    admin.shot("keys-used")
+
+
+def test_responses_conversations_are_listed_and_each_opens_its_items(admin: Watched) -> None:
+    page, ids = admin.page, admin.site.seeded.ids
+    page.click("nav a[href='#/conversations']")
+    row = page.locator("#conversations tbody tr", has_text=ids["conversation"])
+    row.wait_for()
+    assert "default" in row.inner_text() and "demo" in row.inner_text()
+    admin.shot("conversations")
+    row.locator("a").click()
+    page.wait_for_selector("#timeline")
+    assert "hello conversation" in page.inner_text("#timeline")
+
+
+def test_the_page_names_its_icon(admin: Watched) -> None:
+    icon = admin.page.locator("link[rel='icon']").get_attribute("href")
+    answer = admin.page.request.get(f"{admin.site.url}{icon}")
+    assert answer.status == 200 and answer.headers["content-type"] == "image/svg+xml"
+    assert admin.page.request.get(f"{admin.site.url}/favicon.ico").status == 200

@@ -198,8 +198,17 @@ def test_bodies_and_events_can_be_checked_without_a_server() -> None:
     body: dict[str, Any] = {"model": MODEL, "max_tokens": 5, "messages": [user("x")]}
     check_request(body)
     check_request({"model": MODEL, "messages": [user("x")]}, "/v1/messages/count_tokens")
-    with pytest.raises(RequestError, match="top_p: Extra inputs are not permitted"):
-        check_request({**body, "top_p": 0.9})
+    with pytest.raises(RequestError, match="top_k: Extra inputs are not permitted"):
+        check_request({**body, "top_k": 5})
+    check_request({**body, "temperature": 0.2, "top_p": 0.9})
+    thinking = {**body, "max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 1024}}
+    check_request({**thinking, "top_p": 0.95})
+    with pytest.raises(RequestError, match="`temperature` may only be set to 1"):
+        check_request({**thinking, "temperature": 0.2})
+    with pytest.raises(RequestError, match="`top_p` must be greater than or equal to 0"):
+        check_request({**thinking, "top_p": 0.9})
+    with pytest.raises(RequestError, match="temperature: Input should be between 0 and 1"):
+        check_request({**body, "temperature": 1.5})
     signed = assistant([{"type": "thinking", "thinking": "t", "signature": "c2ln"}, tool_use()])
     replay = {**body, "messages": [user("x"), signed, user([tool_result()])]}
     check_request(replay)  # signatures are only the issuing fake's business
@@ -274,8 +283,8 @@ async def test_missing_max_tokens_and_unknown_fields_are_refused(
     response = await raw.post("/v1/messages", json={"model": MODEL, "messages": [user("x")]})
     assert response.status_code == 400
     assert response.json()["error"]["message"] == "max_tokens: Field required"
-    message = await refused(client, extra_body={"temperature": 0.5})
-    assert message == "temperature: Extra inputs are not permitted"
+    message = await refused(client, extra_body={"frequency_penalty": 0.5})
+    assert message == "frequency_penalty: Extra inputs are not permitted"
     nested = [user([{"type": "text", "text": "x", "colour": "red"}])]
     message = await refused(client, messages=nested)
     assert message == "messages.0.user.content.0.text.colour: Extra inputs are not permitted"

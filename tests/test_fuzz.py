@@ -24,7 +24,9 @@ from gateway import create_app
 
 from .adapter_targets import postgres_base
 from .conftest import gateway_config
+from .fake_anthropic import ANTHROPIC_KEY, FakeAnthropic
 from .fake_upstream import FakeUpstream
+from .fuzz_anthropic_bodies import anthropic_bodies
 from .fuzz_bodies import (
     CALL_BODIES,
     CALL_NAMES,
@@ -36,11 +38,15 @@ from .fuzz_bodies import (
     STORE_QUERIES,
     STORE_ROUTES,
     TEXT,
+    TOOL_CHOICES,
+    TOOL_KINDS,
     encode,
     items,
     response_bodies,
     store_bodies,
+    tool_of_kind,
 )
+from .mcp_server import McpServer
 from .servers import serve
 
 pytestmark = [pytest.mark.api]
@@ -119,6 +125,103 @@ def test_create_response(client: httpx.Client, errors: ErrorLog, body: dict[str,
     follow = {"model": "echo", "input": "next", "previous_response_id": response_id}
     continued = client.post("/v1/responses", json=follow)
     assert check(continued, errors)["status"] == "completed"
+
+
+@pytest.fixture(scope="module")
+def claude_client(
+    fake_upstream: tuple[FakeUpstream, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[httpx.Client]:
+    """A gateway whose model ``claude`` goes to the strict fake Messages API."""
+    with serve(FakeAnthropic().app) as anthropic_url:
+        provider = {"wire_api": "anthropic", "base_url": anthropic_url, "api_key": ANTHROPIC_KEY}
+        config = gateway_config(
+            fake_upstream[1],
+            tmp_path_factory.mktemp("fuzz-claude") / "s.db",
+            providers={"claude": provider, "echo": {"wire_api": "echo"}},
+            models={"claude": {"provider": "claude", "upstream_model": "claude-sonnet-5-5"}},
+        )
+        with serve(create_app(config)) as url, httpx.Client(base_url=url, timeout=30) as http:
+            yield http
+
+
+def not_relayed(response: httpx.Response, errors: ErrorLog) -> Any:
+    """``check``, and no refusal of the upstream's relayed: the gateway made the request
+    valid for the Messages API, or refused it itself naming the parameter."""
+    body = check(response, errors)
+    if response.status_code >= 400:
+        assert body["error"]["code"] != "upstream_rejected", body
+        assert body["error"]["type"] == "invalid_request_error" and body["error"]["param"]
+    return body
+
+
+@FUZZ
+@given(body=anthropic_bodies())
+def test_the_anthropic_wire_sends_only_what_the_messages_api_takes(
+    claude_client: httpx.Client, errors: ErrorLog, body: dict[str, Any]
+) -> None:
+    response = claude_client.post("/v1/responses", content=encode(body), headers=JSON)
+    created = not_relayed(response, errors)
+    if response.status_code != 200 or created is None:
+        return
+    follow = {"model": "claude", "input": "next", "previous_response_id": created["id"]}
+    assert not_relayed(claude_client.post("/v1/responses", json=follow), errors)
+
+
+@pytest.fixture(scope="module")
+def mcp_client(
+    fake_upstream: tuple[FakeUpstream, str],
+    tmp_path_factory: pytest.TempPathFactory,
+    dice: McpServer,
+) -> Iterator[httpx.Client]:
+    """A gateway allowed to reach the test MCP server (``dice``)."""
+    db: Path = tmp_path_factory.mktemp("fuzz-mcp") / "s.db"
+    mcp = {"allowed_servers": [dice.url], "connect_timeout_seconds": 10}
+    app = create_app(gateway_config(fake_upstream[1], db, mcp=mcp))
+    with serve(app) as url, httpx.Client(base_url=url, timeout=30) as http:
+        yield http
+
+
+@FUZZ
+@example(
+    tools=["mcp"],
+    choice={"type": "mcp", "server_label": "zz", "name": "add"},
+    stream=False,
+    model="chat-model",
+)
+@example(
+    tools=["mcp"], choice={"type": "mcp", "server_label": "zz"}, stream=True, model="chat-model"
+)
+@example(
+    tools=["mcp"],
+    choice={"type": "mcp", "server_label": "dice", "name": "add"},
+    stream=True,
+    model="chat-model",
+)
+@given(
+    tools=st.lists(st.sampled_from(TOOL_KINDS), max_size=4, unique=True),
+    choice=TOOL_CHOICES,
+    stream=st.booleans(),
+    model=st.sampled_from(["chat-model", "resp-model", "echo"]),
+)
+def test_tool_choice_over_every_tool_kind(
+    mcp_client: httpx.Client,
+    errors: ErrorLog,
+    dice: McpServer,
+    tools: list[str],
+    choice: Any,
+    stream: bool,
+    model: str,
+) -> None:
+    """Whatever ``tool_choice`` picks among whatever tools: never a 5xx, never an error
+    logged (a streamed turn that fails says why, as a failed response)."""
+    body = {
+        "model": model,
+        "input": "hi",
+        "tools": [tool_of_kind(kind, dice.url) for kind in tools],
+        "tool_choice": choice,
+        "stream": stream,
+    }
+    check(mcp_client.post("/v1/responses", content=encode(body), headers=JSON), errors)
 
 
 @FUZZ
@@ -266,6 +369,10 @@ def test_gateway_routes(
 
 
 @FUZZ
+@example(path="usage", ident="x", query={"since": "NaN"}, body={})
+@example(path="usage", ident="x", query={"until": "nan"}, body={})
+@example(path="usage", ident="x", query={"since": "-inf", "until": "inf"}, body={})
+@example(path="responses", ident="x", query={"since": "1" + "0" * 400}, body={})
 @given(path=st.sampled_from(CONSOLE_PATHS), ident=TEXT, query=CONSOLE_QUERIES, body=HOSTILE)
 def test_console_endpoints(
     client: httpx.Client,

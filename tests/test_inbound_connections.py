@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import time
 from contextlib import ExitStack, closing
 from pathlib import Path
@@ -139,6 +140,48 @@ def test_idle_sockets_of_one_key_leave_room_for_everyone_else(
             assert metrics.status_code == 200
             assert "gateway_open_websockets 6.0" in metrics.text
             assert raw_turn(held[0], frame)[-1]["type"] == "response.completed"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def read_answer(sock: socket.socket) -> tuple[dict[str, str], bytes]:
+    """One response's headers (lower-case names) and body, read off a kept connection."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = sock.recv(65536)
+        assert chunk, "the server closed the connection"
+        received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    while len(body) < int(headers["content-length"]):
+        body += sock.recv(65536)
+    return headers, body
+
+
+@pytest.mark.parametrize("keep_alive", [30, 1])
+def test_a_kept_connection_tells_the_client_to_close_it_first(
+    tmp_path: Path, fake_upstream: tuple[FakeUpstream, str], keep_alive: int
+) -> None:
+    config = write_config(tmp_path / "config.yaml", fake_upstream[1], keep_alive_seconds=keep_alive)
+    process, url = start_instance(config)
+    try:
+        with closing(connect(url)) as sock:
+            for _ in range(2):
+                sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                headers, body = read_answer(sock)
+                assert body == b'{"status":"ok"}' and "connection" not in headers
+                assert headers["keep-alive"] == f"timeout={keep_alive - 1}"
+            sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            headers, _ = read_answer(sock)
+            assert headers["connection"] == "close" and "keep-alive" not in headers
+        with closing(connect(url)) as sock:
+            sock.sendall(b"GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            headers, _ = read_answer(sock)
+            assert headers["connection"] == "close" and "keep-alive" not in headers
+        turn = httpx.post(f"{url}/v1/responses", json={"model": "echo", "input": "x"})
+        assert turn.headers["keep-alive"] == f"timeout={keep_alive - 1}"
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -25,6 +25,8 @@ LAYERS = {
     "routing_settings": 0,
     "config_sections": 0,
     "web_search_settings": 0,
+    "config_problems": 0,
+    "url_prefixes": 0,
     "upstream": 1,
     "api": 2,
     "observability": 3,

@@ -61,6 +61,11 @@ def test_a_server_off_the_list_is_a_400(mcp: Gateway, dice: McpServer) -> None:
         "http://169.254.169.254/latest",
         "http://[::1]:9/mcp",
         "http://192.168.0.1/mcp",
+        "http://[::127.0.0.1]:9/mcp",  # IPv6 forms that carry 127.0.0.1
+        "http://[::ffff:0:127.0.0.1]:9/mcp",
+        "http://[64:ff9b::127.0.0.1]:9/mcp",
+        "http://[2002:7f00:1::]:9/mcp",
+        "http://127.0.0.1:99999/mcp",  # not an address at all
     ],
 )
 def test_a_private_address_is_refused_without_an_allow_list(
@@ -120,6 +125,61 @@ def test_a_malformed_mcp_tool_is_a_400(
     answer = httpx.post(f"{mcp.url}/v1/responses", json=body)
     assert answer.status_code == 400, answer.text
     assert error_of(answer)["param"] == param and mcp.fake.requests == []
+
+
+@pytest.mark.parametrize(
+    "choice",
+    [
+        {"type": "mcp", "server_label": "zz", "name": "add"},
+        {"type": "mcp", "server_label": "zz"},
+        {"type": "mcp", "server_label": "dice", "name": 7},
+    ],
+)
+def test_a_tool_choice_naming_no_mcp_tool_of_the_request_is_a_400(
+    mcp: Gateway, dice: McpServer, choice: dict[str, Any]
+) -> None:
+    for tools in ([dice_tool(dice)], [{"type": "function", "name": "f"}], []):
+        for stream in (False, True):
+            body = {
+                "model": "chat-model",
+                "input": "hi",
+                "tools": tools,
+                "tool_choice": choice,
+                "stream": stream,
+            }
+            answer = httpx.post(f"{mcp.url}/v1/responses", json=body)
+            assert answer.status_code == 400, (tools, stream, answer.text)
+            assert error_of(answer)["type"] == "invalid_request_error"
+            assert error_of(answer)["param"].startswith("tool_choice")
+    assert mcp.fake.requests == [] and dice.headers == []
+
+
+def test_a_tool_choice_naming_a_tool_the_server_lacks_is_a_400(
+    mcp: Gateway, dice: McpServer
+) -> None:
+    choice = {"type": "mcp", "server_label": "dice", "name": "add"}
+    body = {"model": "chat-model", "input": "hi", "tools": [dice_tool(dice)], "tool_choice": choice}
+    answer = httpx.post(f"{mcp.url}/v1/responses", json=body)
+    assert answer.status_code == 400, answer.text
+    assert error_of(answer)["param"] == "tool_choice"
+    assert "add" in error_of(answer)["message"]
+    offered_elsewhere = {**body, "tools": [dice_tool(dice, allowed_tools=["shout"])]}
+    choice_of_roll = {**choice, "name": "roll"}
+    answer = httpx.post(
+        f"{mcp.url}/v1/responses", json={**offered_elsewhere, "tool_choice": choice_of_roll}
+    )
+    assert answer.status_code == 400 and error_of(answer)["param"] == "tool_choice"
+    with httpx.stream("POST", f"{mcp.url}/v1/responses", json={**body, "stream": True}) as streamed:
+        events = [line for line in streamed.iter_lines() if line.startswith("event: ")]
+    assert events[-1] == "event: response.failed"
+    assert mcp.fake.requests == []
+    mcp.fake.script(call(), Reply(text="Six."))
+    answer = httpx.post(f"{mcp.url}/v1/responses", json={**body, "tool_choice": choice_of_roll})
+    assert answer.status_code == 200, answer.text
+    assert mcp.fake.requests[0]["tool_choice"] == {
+        "type": "function",
+        "function": {"name": ROLL},
+    }
 
 
 def test_odd_mcp_items_in_the_input_never_break_a_turn(mcp: Gateway, dice: McpServer) -> None:
@@ -244,12 +304,49 @@ def test_max_tool_calls_stops_a_model_that_calls_forever(mcp: Gateway, dice: Mcp
     response = mcp.client().responses.create(
         model="chat-model", input="roll forever", tools=[dice_tool(dice)], max_tool_calls=2
     )
+    # OpenAI: "Any further attempts to call a tool by the model will be ignored."
     kinds = [item.type for item in response.output]
-    assert kinds == ["mcp_list_tools", "mcp_call", "mcp_call", "mcp_call"]
-    assert [item.status for item in response.output[1:]] == ["completed", "completed", "failed"]
+    assert kinds == ["mcp_list_tools", "mcp_call", "mcp_call"]
+    assert [item.status for item in response.output[1:]] == ["completed", "completed"]
     assert len(dice.calls) == 2 and len(mcp.fake.requests) == 3
     assert "tools" not in mcp.fake.last
     assert response.status == "completed"
+
+
+def test_calls_past_max_tool_calls_are_left_out_streamed_or_not(
+    mcp: Gateway, dice: McpServer
+) -> None:
+    """Three calls at once with room for two: the third is not run, not shown, and not
+    read back to the model; the model then answers without the tools."""
+    client = mcp.client()
+    three = Reply(
+        tool_calls=[(f"c{n}", ROLL, '{"sides": 6}') for n in range(3)], finish_reason="tool_calls"
+    )
+    for stream in (False, True):
+        mcp.fake.reset()
+        dice.calls.clear()
+        mcp.fake.script(three, Reply(text="Twelve."))
+        fields: dict[str, Any] = {
+            "model": "chat-model",
+            "input": "roll thrice",
+            "tools": [dice_tool(dice)],
+            "max_tool_calls": 2,
+        }
+        if stream:
+            with client.responses.stream(**fields) as events:
+                seen = list(events)
+                response = events.get_final_response()
+            added = [e.output_index for e in seen if e.type == "response.output_item.added"]
+            assert added == [0, 1, 2, 3]
+        else:
+            response = client.responses.create(**fields)
+        kinds = [item.type for item in response.output]
+        assert kinds == ["mcp_list_tools", "mcp_call", "mcp_call", "message"], stream
+        assert len(dice.calls) == 2
+        assert [m["tool_call_id"] for m in tool_messages(mcp.fake.last)] == ["c0", "c1"]
+        messages = mcp.fake.last["messages"]
+        called = [c["id"] for m in messages if m.get("tool_calls") for c in m["tool_calls"]]
+        assert called == ["c0", "c1"]
 
 
 # -- background, WebSocket, cancel -----------------------------------------------------------

@@ -58,6 +58,21 @@ def test_keys_are_created_listed_used_and_revoked(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "key_nope" in missing.stderr
 
 
+def test_a_key_created_while_keys_are_not_checked_says_so(tmp_path: Path) -> None:
+    config = write_config(tmp_path, auth={"mode": "none"})
+    created = gateway("keys", "create", "--project", "team-a", "--config", config)
+    assert created.returncode == 0, created.stderr
+    assert created.stdout.startswith("sk-gw-")
+    assert created.stderr.splitlines()[-1] == (
+        "gateway: warning: auth.mode is none: no API key is checked until auth.mode is keys"
+        " (this key is kept, and works from then on)"
+    )
+    assert "team-a" in gateway("keys", "list", "--config", config).stdout
+    checked = write_config(tmp_path)
+    quiet = gateway("keys", "create", "--project", "team-a", "--config", checked)
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr
+
+
 def test_usage_and_prune_report_what_the_store_holds(tmp_path: Path) -> None:
     config = write_config(tmp_path, auth={"mode": "none"})
     with serve(create_app(load_config(config))) as url:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import httpx
@@ -19,6 +21,7 @@ from session import (
     StoredResponse,
 )
 
+from .fake_upstream import FakeUpstream, Reply
 from .records import turn
 from .servers import run_cli as gateway
 from .servers import serve
@@ -226,3 +229,77 @@ def test_gateway_show_prints_a_response_its_chain_and_a_conversation(tmp_path: P
     ):
         refused = gateway("show", *args, "--config", str(config))
         assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", message)
+
+
+@pytest.mark.system
+def test_show_aligns_every_field_and_reads_the_route_attempt_by_attempt(
+    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
+) -> None:
+    fake, url = fake_upstream
+    chat = {"wire_api": "chat_completions", "base_url": f"{url}/v1"}
+    keys = [{"key": "sk-key-one-1111"}, {"key": "sk-key-two-2222"}]
+    raw = {
+        "session": {"sqlite": {"path": str(tmp_path / "s.db")}},
+        "providers": {"keyed": {**chat, "api_keys": keys}},
+        "models": {"two-keys": {"provider": "keyed", "upstream_model": "model-keyed"}},
+    }
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(raw))
+    fake.script(Reply(status=429, error_body={"error": {"message": "slow down"}}))
+    with serve(create_app(load_config(config))) as gateway_url:
+        body = {"model": "two-keys", "input": "hi", "stream": True}
+        with httpx.stream("POST", f"{gateway_url}/v1/responses", json=body) as streamed:
+            for line in streamed.iter_lines():
+                if line.startswith("data: ") and '"response.created"' in line:
+                    response_id = json.loads(line[6:])["response"]["id"]
+
+    shown = gateway("show", response_id, "--config", str(config))
+    assert shown.returncode == 0, shown.stderr
+    fields = shown.stdout.split("\n\n")[0].splitlines()[1:]
+    labels = [line for line in fields if not line.startswith("   ")]
+    label = re.compile(r"  \w+(?: \w+)*  +(?=\S)")  # a label, then two spaces or more
+    columns = {match.end() if (match := label.match(line)) else None for line in labels}
+    assert columns == {15}, labels
+    route = fields.index("  route        keyed/model-keyed")
+    first, second = fields[route + 1 : route + 3]
+    assert re.fullmatch(r" {15}keyed#\d  http_429  \d+\.\d+ s", first), first
+    assert re.fullmatch(r" {15}keyed#\d  answered  \d+\.\d+ s", second), second
+    assert first.split()[0] != second.split()[0]
+    assert any(re.fullmatch(r"  first token  \d+\.\d+ s", line) for line in fields), fields
+    assert "{" not in shown.stdout.split("\n\n")[0]
+
+
+def test_a_fallback_names_its_deployment_and_a_long_key_widens_the_labels() -> None:
+    record = turn("resp_fb")
+    record.created_at = CREATED
+    record.metadata = {
+        "route": {
+            "answered_by": "west/model-backup",
+            "key": "west#0",
+            "attempts": [
+                {
+                    "deployment": "east/model-primary",
+                    "key": "east#0",
+                    "outcome": "http_503",
+                    "seconds": 0.01,
+                },
+                {
+                    "deployment": "west/model-backup",
+                    "key": "west#0",
+                    "outcome": "answered",
+                    "seconds": 0.2,
+                },
+            ],
+        },
+        "a_long_label_of_a_client": {"nested": [1]},
+    }
+    assert render_response(record).split("\n\n")[0].splitlines()[1:] == [
+        "  project                   default",
+        "  model                     echo",
+        "  status                    completed",
+        "  created                   2026-01-01T00:00:00Z",
+        "  route                     west/model-backup",
+        "                            east#0  http_503  0.01 s  east/model-primary",
+        "                            west#0  answered  0.2 s",
+        '  a_long_label_of_a_client  {"nested": [1]}',
+    ]

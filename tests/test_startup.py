@@ -28,7 +28,7 @@ import uvicorn
 import yaml
 from starlette.types import Message, Receive, Scope, Send
 
-from gateway.cli.main import host_name, port_number
+from gateway.cli.arguments import host_name, port_number
 from gateway.cli.startup import anchor_sqlite_path, failure_line, summary
 from gateway.config import parse_config
 from gateway.edge.processes import client_url
@@ -241,6 +241,19 @@ def test_start_up_failures_are_one_line_naming_the_setting(tmp_path: Path) -> No
         assert "Traceback" not in refused.stderr
 
 
+def test_a_start_that_fails_leaves_no_data_folder_behind(tmp_path: Path) -> None:
+    config = write_config(
+        tmp_path / "config.yaml", session={"sqlite": {"path": "data/deeper/sessions.db"}}
+    )
+    with loopback_socket() as taken:
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = gateway("serve", "--config", str(config), "--port", str(port), cwd=tmp_path)
+    assert busy.returncode == 1
+    assert "is in use by another process" in one_line(busy)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["config.yaml"]
+
+
 def test_postgres_down_at_start_up_refuses_to_start_without_a_compaction_secret(
     tmp_path: Path,
 ) -> None:
@@ -305,10 +318,10 @@ def test_check_config_reports_every_problem_in_one_run(tmp_path: Path) -> None:
     assert checked.stderr.splitlines() == [
         f"gateway: invalid configuration ({config}):",
         "  auth.keys[0].key: environment variable NOT_SET_KEY_X is not set",
-        "  server.port: Input should be a valid integer, unable to parse string as an integer",
+        "  models.m.provider: unknown provider 'ghost'",
         "  providers.p.base_url: must start with http:// or https:// "
         "(e.g. https://api.deepseek.com/v1)",
-        "  models.m.provider: unknown provider 'ghost'",
+        "  server.port: Input should be a valid integer, unable to parse string as an integer",
         f"gateway: session.sqlite.path: cannot create {tmp_path / 'a-file' / 'data'} "
         "(Not a directory); choose a folder the gateway may write",
     ]

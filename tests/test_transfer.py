@@ -301,8 +301,18 @@ def test_a_file_that_is_not_a_whole_export_is_refused_or_reported(tmp_path: Path
     stranger = tmp_path / "stranger.jsonl"
     stranger.write_bytes(encode(response_line(turn("resp_1"))))
     refused = gateway("import", str(stranger), "--config", target)
-    assert refused.returncode == 1
-    assert refused.stderr.startswith("gateway: line 1: not a gateway export (it starts with {")
+    assert (refused.returncode, refused.stdout) == (1, "")
+    first = stranger.read_text().splitlines()[0]
+    assert refused.stderr == (
+        f"gateway: {stranger} has no export header, so nothing is imported: an export's first"
+        f" line is {HEADER.decode().strip()}; its first line is {first[:60]}...\n"
+    )
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    refused = gateway("import", str(empty), "--config", target)
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr.startswith(f"gateway: {empty} has no export header")
+    assert refused.stderr.endswith("; it is empty\n")
     newer = tmp_path / "newer.jsonl"
     newer.write_bytes(HEADER.replace(b'"version":1', b'"version":2'))
     refused = gateway("import", str(newer), "--config", target)

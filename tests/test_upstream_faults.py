@@ -58,15 +58,16 @@ STREAM_FAULTS = [
     "error_event",
     "idle",
     "endless",
-    "huge_stream",
+    "drip_after_start",
 ]
+
 CHAT_STREAM_FAULTS = ["finish_no_done", "bad_tool_calls"]
 
 
 def _provider(wire: str, url: str) -> dict[str, Any]:
     return {
         "wire_api": wire,
-        "base_url": f"{url}/v1",
+        "base_url": url if wire == "anthropic" else f"{url}/v1",
         "api_key": "sk-misbehaving-0123456789",
         "headers": {SECRET_HEADER: SECRET_VALUE},
         "timeout_seconds": 1.0,
@@ -79,10 +80,12 @@ def _provider(wire: str, url: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     names = {*COMMON_FAULTS, *CHAT_FAULTS, *RESPONSES_FAULTS, *STREAM_FAULTS, *CHAT_STREAM_FAULTS}
+    names.add("huge_stream")
     models: dict[str, Any] = {}
     for fault in names:
         models[f"chat-{fault}"] = {"provider": "bad-chat", "upstream_model": fault}
         models[f"resp-{fault}"] = {"provider": "bad-resp", "upstream_model": fault}
+        models[f"anth-{fault}"] = {"provider": "bad-anth", "upstream_model": fault}
     with serve(misbehaving_app()) as upstream:
         config = parse_config(
             {
@@ -90,6 +93,7 @@ def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 "providers": {
                     "bad-chat": _provider("chat_completions", upstream),
                     "bad-resp": _provider("responses", upstream),
+                    "bad-anth": _provider("anthropic", upstream),
                     "echo": {"wire_api": "echo"},
                 },
                 "models": models,
@@ -128,6 +132,7 @@ def _expected(fault: str) -> tuple[int, str]:
         "unavailable": (503, "upstream_unavailable"),
         "long_error": (400, "upstream_rejected"),
         "drip": (504, "upstream_timeout"),
+        "drip_after_start": (504, "upstream_timeout"),
     }.get(fault, (502, "upstream_invalid_response"))
 
 
@@ -161,11 +166,8 @@ def test_non_streamed_faults_are_http_errors_and_store_nothing(
     "model",
     [f"{wire}-{fault}" for wire in ("chat", "resp") for fault in STREAM_FAULTS]
     + [f"chat-{fault}" for fault in CHAT_STREAM_FAULTS]
-    + [
-        f"{wire}-{fault}"
-        for wire in ("chat", "resp")
-        for fault in ("html_200", "empty", "huge", "drip")
-    ],
+    + [f"{wire}-{fault}" for wire in ("chat", "resp") for fault in ("html_200", "empty")]
+    + ["anth-drip_after_start"],
 )
 def test_broken_streams_end_failed_and_are_stored_failed(gateway_url: str, model: str) -> None:
     parent = _parent(gateway_url)
@@ -287,3 +289,42 @@ def test_a_long_body_refused_unread_is_an_error_and_stores_nothing(
                 model="m", input="one more", previous_response_id=previous
             )
             assert again.output_text == "read 11 messages"
+
+
+@pytest.mark.parametrize(
+    ("whole_model", "streamed_model"),
+    [(f"{wire}-drip", f"{wire}-drip") for wire in ("chat", "resp", "anth")]
+    + [
+        (f"{wire}-huge", f"{wire}-{fault}")
+        for wire in ("chat", "resp")
+        for fault in ("huge", "huge_stream")
+    ],
+)
+def test_a_stream_without_an_event_in_time_fails_as_the_request_not_streamed(
+    gateway_url: str, whole_model: str, streamed_model: str
+) -> None:
+    parent = _parent(gateway_url)
+    body = {"input": "x", "previous_response_id": parent}
+    url = f"{gateway_url}/v1/responses"
+    whole = httpx.post(url, json={**body, "model": whole_model}, timeout=30)
+    streamed = httpx.post(url, json={**body, "model": streamed_model, "stream": True}, timeout=30)
+    drip = whole_model.endswith("-drip")
+    status, code = (504, "upstream_timeout") if drip else (502, "upstream_invalid_response")
+    for answer in (whole, streamed):
+        assert answer.status_code == status, answer.text
+        assert answer.headers["content-type"].startswith("application/json")
+        assert answer.json()["error"]["code"] == code
+    if drip:
+        assert "no stream event within timeout_seconds=1" in streamed.json()["error"]["message"]
+    _assert_parent_continues(gateway_url, parent)
+
+
+@pytest.mark.parametrize("wire", ["chat", "resp", "anth"])
+def test_bytes_that_make_no_event_do_not_keep_a_stream_alive(gateway_url: str, wire: str) -> None:
+    with _client(gateway_url) as client:
+        events = list(
+            client.responses.create(model=f"{wire}-drip_after_start", input="x", stream=True)
+        )
+    failed = events[-1]
+    assert failed.type == "response.failed" and failed.response.error is not None
+    assert "stream_idle_timeout_seconds=0.5" in failed.response.error.message

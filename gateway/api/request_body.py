@@ -16,6 +16,7 @@ from .validation import (
     check_text,
     check_tool,
     check_tool_choice,
+    check_tool_choice_target,
 )
 
 Body = TypeVar("Body", bound=BaseModel)
@@ -195,6 +196,7 @@ def check_create_body(parsed: Create) -> Create:
     for index, tool in enumerate(parsed.tools):
         check_tool(tool, f"tools[{index}]")
     check_tool_choice(parsed.tool_choice)
+    check_tool_choice_target(parsed.tool_choice, parsed.tools)
     check_text(parsed.text)
     check_reasoning(parsed.reasoning)
     if parsed.background and not parsed.store:

@@ -224,8 +224,29 @@ def check_tool_choice(choice: Any) -> None:
             raise _type_error(f"{param}.tools", "an array of objects")
     elif kind == "mcp":
         _required_str(choice, "server_label", param)
+        _optional(choice, "name", str, param, "a string")
     elif kind not in HOSTED_TOOL_CHOICES:
         raise _value_error(f"{param}.type", f"unknown tool choice type {kind!r}.")
+
+
+def check_tool_choice_target(choice: Any, tools: list[Any]) -> None:
+    """A 400 naming ``tool_choice`` when it picks an MCP server no ``mcp`` tool names.
+    (Whether the server has the tool it names is known once its tools are listed.)"""
+    if not isinstance(choice, dict) or choice.get("type") != "mcp":
+        return
+    label = choice["server_label"]
+    labels = {
+        tool.get("server_label")
+        for tool in tools
+        if isinstance(tool, dict) and tool.get("type") == "mcp"
+    }
+    if label not in labels:
+        raise invalid_request(
+            f"Tool choice 'mcp' names the server label {label!r}, which no 'mcp' tool in "
+            "'tools' has.",
+            param="tool_choice",
+            code="invalid_value",
+        )
 
 
 def check_text(text: dict[str, Any] | None) -> None:

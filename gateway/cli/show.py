@@ -30,8 +30,45 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def _field(label: str, value: object) -> str:
-    return f"  {label.ljust(_LABEL)}{value}"
+def _field(label: str, value: object, width: int = _LABEL) -> str:
+    """``label`` and ``value`` on one line; a value of several lines is indented below."""
+    first, *rest = str(value).split("\n")
+    return "\n".join(
+        [f"  {label.ljust(width)}{first}", *(f"  {' ' * width}{line}" for line in rest)]
+    )
+
+
+def _route(route: Any) -> str:
+    """The deployment that answered, then each attempt: key, outcome and seconds (and the
+    deployment, when a fallback's differs)."""
+    if not isinstance(route, dict):
+        return _json(route)
+    answered = route.get("answered_by")
+    attempts = [a for a in route.get("attempts") or [] if isinstance(a, dict)]
+    rows = [
+        [
+            str(attempt.get("key") or "-"),
+            str(attempt.get("outcome") or "-"),
+            f"{attempt.get('seconds')} s",
+            "" if attempt.get("deployment") == answered else str(attempt.get("deployment")),
+        ]
+        for attempt in attempts
+    ]
+    widths = [max((len(row[n]) for row in rows), default=0) for n in range(3)]
+    lines = [str(answered) if answered else "no deployment answered"]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        lines.append("  ".join([*cells, row[3]]).rstrip())
+    return "\n".join(lines)
+
+
+def _metadata_field(key: str, value: Any) -> tuple[str, object]:
+    """A stored metadata value under a label a person reads (JSON for a structured one)."""
+    if key == "route":
+        return "route", _route(value)
+    if key == "time_to_first_token_seconds":
+        return "first token", f"{value} s"
+    return key, _json(value) if isinstance(value, dict | list) else value
 
 
 def _part(part: Any) -> str:
@@ -128,18 +165,19 @@ def _response_fields(record: StoredResponse) -> list[str]:
         ("error", f"{error.get('code')}: {error.get('message')}" if error else None),
         ("incomplete", (response.incomplete_details or {}).get("reason")),
         ("metadata", _json(record.request.metadata) if record.request.metadata else None),
-        *((str(key), value) for key, value in record.metadata.items()),  # e.g. user
+        *(_metadata_field(str(key), value) for key, value in record.metadata.items()),
     ]
     if record.status in ("in_progress", "queued"):
         optional.append(("instance", record.instance_id))
-    return [
-        f"response {record.id}",
-        _field("project", record.project),
-        _field("model", record.request.model),
-        _field("status", record.status),
-        _field("created", _when(record.created_at)),
-        *(_field(label, value) for label, value in optional if value),
+    fields: list[tuple[str, object]] = [
+        ("project", record.project),
+        ("model", record.request.model),
+        ("status", record.status),
+        ("created", _when(record.created_at)),
+        *((label, value) for label, value in optional if value),
     ]
+    width = max(_LABEL, *(len(label) + 2 for label, _ in fields))
+    return [f"response {record.id}", *(_field(label, value, width) for label, value in fields)]
 
 
 def render_response(record: StoredResponse) -> str:

@@ -13,8 +13,6 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as installed_version
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,20 +26,12 @@ from session import (
 )
 
 from ..config import GatewayConfig, ServerSettings
+from .arguments import PACKAGE, version
 
 # Every line about the server starting and stopping, whichever module writes it.
 logger = logging.getLogger("gateway.server")
 
-PACKAGE = "responses-gateway"
 SQLITE_SPECIAL = (":memory:", "")  # names sqlite3 does not take for a file
-
-
-def version() -> str:
-    """The installed package's version (``unknown`` when run from an uninstalled tree)."""
-    try:
-        return installed_version(PACKAGE)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 @dataclass
@@ -75,10 +65,11 @@ def examine(
     serving: bool,
     compaction_secret: bool = False,
 ) -> Findings:
-    """Look at the machine for what ``server`` and ``session`` need. ``serving``: the folders
-    of an SQLite file are left created (as serving would create them), and a database that
-    cannot be reached is a problem when the gateway cannot start without it (no
-    ``compaction.secret``); otherwise it is a warning."""
+    """Look at the machine for what ``server`` and ``session`` need. ``serving``: a database
+    that cannot be reached is a problem when the gateway cannot start without it (no
+    ``compaction.secret``), and a port in use is a problem (for ``check-config``, perhaps the
+    gateway itself: a warning). The folders an SQLite file needs are created only to find out
+    whether they can be, then removed again: the store makes them when it opens."""
     found = Findings()
     if session is not None:
         _examine_store(session, found, serving=serving, compaction_secret=compaction_secret)
@@ -99,7 +90,7 @@ def _examine_store(
     except BackendNotInstalled as error:
         found.environment.append(f"session.backend: {error}")
         return
-    if session.backend == "sqlite" and (problem := _sqlite_problem(session, serving)):
+    if session.backend == "sqlite" and (problem := _sqlite_problem(session)):
         found.environment.append(f"session.sqlite.path: {problem}")
     if session.backend != "postgres":
         return
@@ -129,18 +120,18 @@ def _examine_store(
         )
 
 
-def _sqlite_problem(session: SessionSettings, serving: bool) -> str | None:
+def _sqlite_problem(session: SessionSettings) -> str | None:
     if session.sqlite.path in SQLITE_SPECIAL:
         return None
-    return sqlite_problem(Path(session.sqlite.path), create=serving)
+    return sqlite_problem(Path(session.sqlite.path))
 
 
-def sqlite_problem(path: Path, *, create: bool) -> str | None:
+def sqlite_problem(path: Path) -> str | None:
     """Why an SQLite file at ``path`` cannot be used (``None`` if it can). The folders it
-    needs are created to find out; unless ``create``, those created are removed again."""
+    needs are created to find out, and removed again (those it created, emptied)."""
     made: list[Path] = []
     try:
-        with _made_folders(path.parent, made, keep=create):
+        with _made_folders(path.parent, made):
             if path.is_dir():
                 return f"{path} is a folder; name a file in it (e.g. {path / 'sessions.db'})"
             if path.exists():
@@ -153,14 +144,14 @@ def sqlite_problem(path: Path, *, create: bool) -> str | None:
 
 
 @contextmanager
-def _made_folders(folder: Path, made: list[Path], *, keep: bool) -> Iterator[None]:
+def _made_folders(folder: Path, made: list[Path]) -> Iterator[None]:
     try:
         for missing in reversed([each for each in (folder, *folder.parents) if not each.exists()]):
             missing.mkdir()
             made.append(missing)
         yield
     finally:
-        for created in [] if keep else reversed(made):
+        for created in reversed(made):
             with suppress(OSError):
                 created.rmdir()
 

@@ -12,88 +12,12 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import astuple
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from session import SessionError, SessionStore, build_store, new_key, parse_duration
+from session import SessionError, SessionStore, build_store, new_key
 
-from ..auth_settings import ProjectName
 from ..config import GatewayConfig
 from . import show, transfer
-
-COMMANDS = ("keys", "prune", "usage", "show", "export", "import")
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _project(text: str) -> str:
-    from pydantic import TypeAdapter, ValidationError
-
-    try:
-        return TypeAdapter(ProjectName).validate_python(text)
-    except ValidationError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: a project is 1 to 64 letters, digits, '.', '_' or '-'"
-        ) from None
-
-
-def add_commands(commands: Any, config_help: str) -> None:
-    keys = commands.add_parser("keys", help="create, list and revoke managed API keys")
-    actions = keys.add_subparsers(dest="action", required=True)
-    create = actions.add_parser("create", help="create a key; its secret is printed once")
-    create.add_argument("--project", required=True, type=_project)
-    create.add_argument("--name")
-    create.add_argument("--requests-per-minute", type=int, metavar="N")
-    create.add_argument(
-        "--budget-usd", type=float, metavar="N", help="spend per calendar month (UTC)"
-    )
-    create.add_argument(
-        "--budget-tokens",
-        type=int,
-        metavar="N",
-        help="input and output tokens per calendar month (UTC)",
-    )
-    listing = actions.add_parser("list", help="list keys (never their secrets)")
-    listing.add_argument("--project", type=_project)
-    revoke = actions.add_parser("revoke", help="revoke a key on every instance")
-    revoke.add_argument("key_id")
-
-    prune = commands.add_parser("prune", help="delete records older than a duration")
-    prune.add_argument("--older-than", required=True, type=_duration, metavar="AGE")
-
-    usage = commands.add_parser("usage", help="token totals by project and model")
-    usage.add_argument("--project", type=_project)
-    usage.add_argument("--since", type=_duration, metavar="AGE", help="e.g. 7d (default: all)")
-
-    for parser in (create, listing, revoke, prune, usage):
-        parser.add_argument("--config", help=config_help)
-
-
-def add_record_commands(commands: Any, config_help: str) -> None:
-    """``gateway show``, ``export`` and ``import``: whole records, to read or to move."""
-    shown = commands.add_parser(
-        "show", help="print a stored response, its chain, or a conversation, for reading"
-    )
-    shown.add_argument(
-        "id", metavar="ID", help="a response (resp_...) or a conversation (conv_...)"
-    )
-    shown.add_argument("--chain", action="store_true", help="every turn from the chain's first")
-    shown.add_argument(
-        "--project", type=_project, default="default", help="its project (default: default)"
-    )
-    export = commands.add_parser(
-        "export", help="write stored turns and conversations as JSON lines"
-    )
-    export.add_argument("--project", type=_project, help="one project (default: every project)")
-    export.add_argument("--output", metavar="FILE", help="write to FILE, not standard output")
-    imported = commands.add_parser("import", help="read an export into the configured store")
-    imported.add_argument("file", metavar="FILE", help="an export, or - for standard input")
-    for parser in (shown, export, imported):
-        parser.add_argument("--config", help=config_help)
 
 
 def _when(timestamp: float) -> str:
@@ -109,7 +33,7 @@ def _table(header: tuple[str, ...], rows: list[tuple[object, ...]]) -> str:
     )
 
 
-async def _keys(args: argparse.Namespace, store: SessionStore) -> None:
+async def _keys(args: argparse.Namespace, store: SessionStore, auth_mode: str) -> None:
     if args.action == "create":
         if args.requests_per_minute is not None and args.requests_per_minute < 1:
             raise SystemExit("gateway: --requests-per-minute must be at least 1")
@@ -130,6 +54,12 @@ async def _keys(args: argparse.Namespace, store: SessionStore) -> None:
             f"created {key.id} for project {key.project}; the secret above is shown only once",
             file=sys.stderr,
         )
+        if auth_mode == "none":
+            print(
+                "gateway: warning: auth.mode is none: no API key is checked until auth.mode is"
+                " keys (this key is kept, and works from then on)",
+                file=sys.stderr,
+            )
     elif args.action == "list":
         keys = await store.list_keys(args.project)
         rows: list[tuple[object, ...]] = [
@@ -209,9 +139,9 @@ async def _export(
     )
 
 
-async def _import(config: GatewayConfig, store: SessionStore, lines: BinaryIO) -> int:
+async def _import(config: GatewayConfig, store: SessionStore, lines: BinaryIO, source: str) -> int:
     try:
-        result = await transfer.Importer(store, config.compaction.secret).run(lines)
+        result = await transfer.Importer(store, config.compaction.secret).run(lines, source)
     except transfer.Refused as refused:
         print(f"gateway: {refused}", file=sys.stderr)
         return 1
@@ -236,9 +166,10 @@ async def _run(args: argparse.Namespace, config: GatewayConfig, stream: BinaryIO
             await _export(args, config, store, stream)
         elif args.command == "import":
             assert stream is not None
-            return await _import(config, store, stream)
+            source = "standard input" if args.file == "-" else args.file
+            return await _import(config, store, stream, source)
         elif args.command == "keys":
-            await _keys(args, store)
+            await _keys(args, store, config.auth.mode)
         elif args.command == "prune":
             before = time.time() - args.older_than
             responses, conversations = await prune_all(store, before)

@@ -185,9 +185,10 @@ class Importer:
         self._configured_secret = configured_secret
         self.result = Imported()
 
-    async def run(self, lines: Iterable[bytes]) -> Imported:
+    async def run(self, lines: Iterable[bytes], source: str = "the file") -> Imported:
+        """Import ``lines``, read from ``source`` (named in a refusal of its header)."""
         numbered = enumerate(lines, start=1)
-        _check_header(next(numbered, (1, b""))[1])
+        _check_header(next(numbered, (1, b""))[1], source)
         for number, raw in numbered:
             if not raw.strip():
                 continue
@@ -269,7 +270,7 @@ class Importer:
             )
 
 
-def _check_header(raw: bytes) -> None:
+def _check_header(raw: bytes, source: str) -> None:
     try:
         header = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -278,14 +279,21 @@ def _check_header(raw: bytes) -> None:
         "header",
         FORMAT,
     ):
+        first = raw.decode(errors="replace").strip()
+        found = f"its first line is {_shortened(first)}" if first else "it is empty"
         raise Refused(
-            f"line 1: not a gateway export (it starts with {encode(HEADER).decode().strip()})"
+            f"{source} has no export header, so nothing is imported: an export's first line"
+            f" is {encode(HEADER).decode().strip()}; {found}"
         )
     if header.get("version") != VERSION:
         raise Refused(
             f"line 1: an export of version {header.get('version')!r}; this gateway reads"
             f" version {VERSION}"
         )
+
+
+def _shortened(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}..."
 
 
 def _decoded(raw: bytes) -> Any:

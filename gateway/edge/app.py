@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -21,7 +20,7 @@ from session.redis_shared import RedisSharedLimits
 from session.shared import SharedLimits
 
 from ..config import GatewayConfig
-from ..errors import APIError, server_error
+from ..errors import APIError
 from ..observability.measured_store import measured
 from ..observability.metrics import Metrics
 from ..sealing import Sealer
@@ -29,8 +28,10 @@ from ..turn.service import ResponsesService
 from ..turn.spending import Spending
 from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
 from ..upstream import ProviderClient, UnsupportedInput, UpstreamError
+from ..upstream.addresses import Resolver, SystemResolver
 from .auth import Authenticator
 from .console_access import ConsoleHeadersMiddleware
+from .console_sessions import ConsoleSessions
 from .errors import error_response, from_session_error, from_upstream_error
 from .middleware import (
     AllowedHostsMiddleware,
@@ -38,11 +39,10 @@ from .middleware import (
     APIKeyMiddleware,
     JSONOnlyMiddleware,
     ObserveMiddleware,
+    UncaughtMiddleware,
 )
 from .routes import agent_store, console, conversations, meta, responses, websocket
 from .socket_limits import OpenSockets
-
-logger = logging.getLogger("gateway")
 
 SWEEP_INTERVAL_SECONDS = 60.0
 UPKEEP_STOP_SECONDS = 5.0  # for a sweep's store operation under way at shutdown
@@ -78,12 +78,6 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(APIError(exc.status_code, message, code=code))
 
 
-async def _unexpected(request: Request, exc: Exception) -> Response:
-    logger.exception("unhandled error on %s %s", request.method, request.url.path)
-    error = server_error(500, "The gateway failed to process the request.", "server_error")
-    return error_response(error)
-
-
 async def _ended(tasks: list[asyncio.Task[None]]) -> None:
     """Wait for upkeep told to stop to finish its store operation; cut it past a bound."""
     _, running = await asyncio.wait(tasks, timeout=UPKEEP_STOP_SECONDS)
@@ -110,10 +104,13 @@ def create_app(
     config: GatewayConfig,
     *,
     store: SessionStore | None = None,
+    resolver: Resolver | None = None,
 ) -> Starlette:
     """Build the gateway; the store, HTTP clients and upkeep run in the app's lifespan.
 
     ``store`` replaces the configured backend (the caller then owns and closes it).
+    ``resolver`` answers the names of the servers clients ask the gateway to reach (their
+    MCP servers); by default the operating system's.
     """
 
     @asynccontextmanager
@@ -134,8 +131,19 @@ def create_app(
             )
             shared = await stack.enter_async_context(shared_limits(config, measured_store))
             spending = Spending(shared)
+            sealer = Sealer(secret)
             service = ResponsesService(
-                measured_store, config, clients, metrics, Sealer(secret), shared, spending
+                measured_store,
+                config,
+                clients,
+                metrics,
+                sealer,
+                shared,
+                spending,
+                resolver or SystemResolver(),
+            )
+            app.state.console_sessions = ConsoleSessions(
+                sealer, shared, config.auth.console_session_seconds
             )
             app.state.service = service
             app.state.authenticator = Authenticator(
@@ -193,9 +201,14 @@ def create_app(
         lifespan=lifespan,
         middleware=[
             Middleware(ObserveMiddleware, metrics=metrics, routes=routes),
+            Middleware(UncaughtMiddleware),
             Middleware(ConsoleHeadersMiddleware),
             Middleware(AllowedHostsMiddleware, allowed=config.server.hosts_allowed()),
-            Middleware(AllowedOriginsMiddleware, allowed=config.server.allowed_origins),
+            Middleware(
+                AllowedOriginsMiddleware,
+                allowed=config.server.allowed_origins,
+                keys=config.auth.mode == "keys",
+            ),
             *([Middleware(APIKeyMiddleware)] if config.auth.mode == "keys" else []),
             Middleware(JSONOnlyMiddleware),
         ],
@@ -206,7 +219,6 @@ def create_app(
             UpstreamError: _upstream_error,
             UnsupportedInput: _upstream_error,
             HTTPException: _http_error,
-            Exception: _unexpected,
         },
     )
     app.state.metrics = metrics

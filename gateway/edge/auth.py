@@ -137,7 +137,11 @@ class Authenticator:
         token = bearer_token(authorization)
         if token is None:
             raise unauthorized(MISSING_KEY)
-        digest = hash_secret(token)
+        return await self.authenticate_digest(hash_secret(token))
+
+    async def authenticate_digest(self, digest: str) -> Caller:
+        """The caller whose key has the SHA-256 ``digest`` (what a console session holds);
+        a 401 once the key is gone or revoked."""
         caller = self._static_caller(digest) or await self._managed_caller(digest)
         if caller is None:
             raise unauthorized(INVALID_KEY)

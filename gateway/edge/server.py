@@ -19,14 +19,14 @@ import gc
 import logging
 import signal
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from types import FrameType
 from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from ..config import GatewayConfig
@@ -124,6 +124,7 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
 
     head_timeout = 10.0
     max_connections = 1000
+    keep_alive_hint = b"timeout=4"  # the Keep-Alive header: see keep_alive_hint()
     metrics: Metrics | None = None
     waiting: WaitingConnections  # one per server, set by uvicorn_config
     sockets: OpenSockets | None = None  # the app's, set by uvicorn_config
@@ -167,6 +168,26 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
             self._count("busy")
         self.app = busy if is_busy else self._served  # what uvicorn runs for this request
         super().on_headers_complete()
+        if self.cycle is not None and not self.cycle.response_started:  # not an upgrade
+            # The request's ASGI task has not run yet: the send it calls is this one.
+            self.cycle.send = self._hinting(self.cycle)  # type: ignore[method-assign,assignment]
+
+    def _hinting(self, cycle: RequestResponseCycle) -> Callable[[Any], Awaitable[None]]:
+        """``cycle.send``, telling the client of a connection kept open when it closes it."""
+        send = cycle.send
+
+        async def hinting(message: Any) -> None:
+            if message["type"] == "http.response.start" and cycle.keep_alive:
+                headers = list(message.get("headers", ()))
+                if not any(
+                    name.lower() == b"connection" and b"close" in value.lower()
+                    for name, value in headers
+                ):
+                    headers.append((b"keep-alive", self.keep_alive_hint))
+                    message = {**message, "headers": headers}
+            await send(message)
+
+        return hinting
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -383,6 +404,13 @@ class GatewayServer(uvicorn.Server):
             await finishing
 
 
+def keep_alive_hint(keep_alive_seconds: int) -> bytes:
+    """The ``Keep-Alive`` header of a connection kept open: a second less than the server
+    waits, so that a client that reads it closes an idle connection before the server does
+    and never sends a request on a connection being closed."""
+    return f"timeout={keep_alive_seconds - 1}".encode()
+
+
 def uvicorn_config(
     config: GatewayConfig, app: Starlette, log_level: str = "info", served: ASGIApp | None = None
 ) -> uvicorn.Config:
@@ -395,6 +423,7 @@ def uvicorn_config(
         {
             "head_timeout": settings.header_timeout_seconds,
             "max_connections": settings.max_connections,
+            "keep_alive_hint": keep_alive_hint(settings.keep_alive_seconds),
             "metrics": app.state.metrics,
             "waiting": WaitingConnections(),
             "sockets": app.state.sockets,

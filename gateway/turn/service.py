@@ -49,6 +49,7 @@ from ..upstream import (
     Upstream,
     UpstreamError,
 )
+from ..upstream.addresses import Resolver
 from ..upstream.base import Replay, UpstreamStream
 from ..upstream.errors import CONTEXT_LENGTH_EXCEEDED, is_context_overflow
 from ..upstream.hosted import with_hosted
@@ -91,8 +92,10 @@ class ResponsesService:
         sealer: Sealer,
         shared: SharedLimits,
         spending: Spending,
+        resolver: Resolver,
     ) -> None:
         self.store = store
+        self.resolver = resolver  # answers the names of servers clients ask it to reach
         self.spending = spending
         self.config = config
         self.metrics = metrics
@@ -219,7 +222,7 @@ class ResponsesService:
                 has_mcp(request.get("tools"))
                 or holds_mcp(request["input"], len(snapshot.input), types)
             ):
-                mcp = McpUpstream(upstream, self.config.mcp, len(snapshot.input))
+                mcp = McpUpstream(upstream, self.config.mcp, len(snapshot.input), self.resolver)
                 await mcp.check(request)  # its 400s before anything is stored
                 upstream = mcp
             if upstream.capabilities.compact is None:  # else it compacts by itself

@@ -76,6 +76,13 @@ class Spending:
             if used >= budget_tokens:
                 raise _refused(f"{budget_tokens:,} tokens", month_of(now), f"used {used:,.0f}")
 
+    async def this_month(self, key_id: str) -> tuple[str, float, float]:
+        """The month (UTC, ``YYYY-MM``), and what ``key_id`` spent and the tokens it used in
+        it so far (tokens are counted for keys with a token budget only)."""
+        now = self._clock()
+        spent = await self._shared.spent(spend_name(key_id, now))
+        return month_of(now), spent, await self._shared.spent(tokens_name(key_id, now))
+
     async def record(self, record: StoredResponse) -> None:
         """Add a finished turn's cost (and tokens, for a key with a token budget) to its
         key's month."""

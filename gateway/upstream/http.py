@@ -19,7 +19,7 @@ import asyncio
 import copy
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -139,6 +139,11 @@ class ProviderClient:
         """A ``kind`` of error saying what ``described`` says, logged with its request."""
         logger.warning("upstream %s: POST %s%s %s", self.name, self._shown_url, path, described)
         return self._error(kind, f"{described}.")
+
+    def _no_first_event(self, path: str) -> UpstreamError:
+        limit = self.settings.timeout_seconds
+        described = f"timed out: no stream event within timeout_seconds={limit:g}"
+        return self._failure(UpstreamTimeout, path, described)
 
     def _timed_out(self, path: str) -> UpstreamError:
         limit = self.settings.timeout_seconds
@@ -299,11 +304,15 @@ class ProviderClient:
     async def open_events(self, path: str, payload: Body) -> AsyncIterator[AsyncIterator[str]]:
         """Start a streamed answer; yield the ``data`` of its server-sent events.
 
-        Response headers must arrive within ``timeout_seconds``; then each chunk within
-        ``stream_idle_timeout_seconds``; the stream may not pass ``max_response_bytes``.
+        The first event must arrive within ``timeout_seconds`` (as a whole non-streamed
+        answer must), else this fails as that request would, before the stream starts;
+        then each event within ``stream_idle_timeout_seconds`` of the one before (bytes
+        that never make an event do not count); the stream may not pass
+        ``max_response_bytes``.
         """
+        deadline = asyncio.get_running_loop().time() + self.settings.timeout_seconds
         try:
-            async with asyncio.timeout(self.settings.timeout_seconds):
+            async with asyncio.timeout_at(deadline):
                 await self._acquire()
                 try:
                     response = await self._post(path, payload, self._answer_timeout)
@@ -312,10 +321,13 @@ class ProviderClient:
                     raise
         except TimeoutError:
             raise self._timed_out(path) from None
-        self._time_silences(response)
+        events = self._sse_data(path, response, deadline)
         try:
-            yield self._sse_data(path, response)
+            self._time_silences(response)
+            first = await anext(events, None)
+            yield _starting_with(first, events)
         finally:
+            await events.aclose()
             response.release()
             self._slots.release()
 
@@ -331,16 +343,28 @@ class ProviderClient:
             protocol.read_timeout = self.settings.stream_idle_timeout_seconds
             protocol.start_timeout()
 
-    async def _sse_data(self, path: str, response: aiohttp.ClientResponse) -> AsyncIterator[str]:
+    async def _sse_data(
+        self, path: str, response: aiohttp.ClientResponse, deadline: float
+    ) -> AsyncGenerator[str]:
         """The ``data`` of each complete server-sent event (an unterminated last one is
-        dropped); a stream that breaks off or falls silent ends in an :class:`UpstreamError`
-        saying how."""
+        dropped), the first by ``deadline`` (loop time), each next one within
+        ``stream_idle_timeout_seconds``; a stream that breaks off or falls silent ends in
+        an :class:`UpstreamError` saying how."""
         limit = self.settings.max_response_bytes
+        loop = asyncio.get_running_loop()
+        chunks = aiter(response.content.iter_any())
+        started = False
         size = 0
         pending = b""
         data: list[str] = []
         try:
-            async for chunk in response.content.iter_any():
+            while True:
+                # Timed per read, not around the ``yield``: the consumer's own time between
+                # two events is not the upstream's silence.
+                async with asyncio.timeout_at(deadline):
+                    chunk = await anext(chunks, b"")
+                if not chunk:
+                    break
                 size += len(chunk)
                 if size > limit:
                     raise self._too_large(path)
@@ -352,10 +376,14 @@ class ProviderClient:
                         if data:
                             yield "\n".join(data)
                             data = []
+                            started = True
+                            deadline = loop.time() + self.settings.stream_idle_timeout_seconds
                     elif line.startswith(b"data:"):
                         value = line[5:]
                         data.append((value[1:] if value.startswith(b" ") else value).decode())
         except TimeoutError:
+            if not started and loop.time() >= deadline:
+                raise self._no_first_event(path) from None
             idle = self.settings.stream_idle_timeout_seconds
             described = (
                 f"went silent mid-stream: no data within stream_idle_timeout_seconds={idle:g}"
@@ -366,3 +394,12 @@ class ProviderClient:
             raise self._failure(
                 UpstreamUnreachable, path, scrub(described, self.settings)
             ) from None
+
+
+async def _starting_with(first: str | None, rest: AsyncIterator[str]) -> AsyncIterator[str]:
+    """``first`` (unless the stream ended before any event), then ``rest``."""
+    if first is None:
+        return
+    yield first
+    async for data in rest:
+        yield data

@@ -39,7 +39,8 @@ class FunctionTool:
     client: ToolName
 
 
-def _custom_description(tool: Item) -> str:
+def custom_description(tool: Item) -> str:
+    """A custom tool's description, its grammar (if any) appended."""
     description = tool.get("description") or ""
     grammar = tool.get("format") or {}
     if grammar.get("type") == "grammar" and grammar.get("definition"):
@@ -50,7 +51,8 @@ def _custom_description(tool: Item) -> str:
     return str(description).strip()
 
 
-def _builtin(tool: Item) -> FunctionTool | None:
+def builtin_function(tool: Item) -> FunctionTool | None:
+    """The function a built-in client tool (shell, apply_patch, computer) is offered as."""
     builtin = for_tool(tool.get("type"))
     if builtin is None or builtin.refusal(tool) is not None:
         return None
@@ -60,14 +62,14 @@ def _builtin(tool: Item) -> FunctionTool | None:
 
 def _function(tool: Item, namespace: str | None) -> FunctionTool | None:
     kind = tool.get("type")
-    if namespace is None and (builtin := _builtin(tool)) is not None:
+    if namespace is None and (builtin := builtin_function(tool)) is not None:
         return builtin
     if kind not in ("function", "custom") or not tool.get("name"):
         return None
     name = flat_name(tool["name"], namespace)
     client = ToolName(tool["name"], namespace, kind == "custom")
     if kind == "custom":
-        return FunctionTool(name, _custom_description(tool), CUSTOM_INPUT_SCHEMA, None, client)
+        return FunctionTool(name, custom_description(tool), CUSTOM_INPUT_SCHEMA, None, client)
     description = tool.get("description") or ""
     return FunctionTool(name, description, tool.get("parameters"), tool.get("strict"), client)
 

@@ -163,6 +163,13 @@
     return card;
   }
 
+  // The header stays at the top of the window: a card scrolled to starts below it.
+  function scrollBelowHeader(el) {
+    const header = document.querySelector("header.top");
+    const offset = header ? header.getBoundingClientRect().height + 8 : 0;
+    window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - offset);
+  }
+
   // -- pages -----------------------------------------------------------------------------
   async function turnsPage(params) {
     const filters = ["project", "model", "status", "key"];
@@ -184,24 +191,28 @@
     filter.until = toSeconds(params.get("until"));
     const body = h("tbody", {});
     const more = h("button", { type: "button", id: "older", hidden: true }, "Older turns");
-    const table = h("div", { className: "table-wrap" }, h("table", { id: "turns" },
-      h("thead", {}, h("tr", {}, ["Created (UTC)", "Turn", "Project", "Model", "Status", "Tokens", "Latency", "Request", "Key", "First words"]
-        .map((t, i) => h("th", { className: i >= 6 ? "hide-narrow" : "" }, t)))), body));
+    const columns = [["created", "Created (UTC)"], ["turn", "Turn"], ["project", "Project"], ["model", "Model"],
+      ["status", "Status"], ["tokens", "Tokens"], ["latency", "Latency"], ["request", "Request"], ["key", "Key"],
+      ["preview", "First words"]];
+    const table = h("div", { className: "table-wrap" }, h("table", { id: "turns", className: "fit" },
+      h("thead", {}, h("tr", {}, columns.map(([name, title]) => h("th", { className: "col-" + name, title }, title)))), body));
     show(h("h1", {}, "Recent turns"), form, table, h("div", { className: "pager" }, more));
     let after = null;
+    // A cell shows what fits and ellipsizes the rest; its title holds the whole value.
+    const cell = (name, text, extra) => h("td", { className: "col-" + name + (extra ? " " + extra : ""), title: text }, text);
     async function load() {
       const page = await api("/responses" + query(Object.assign({ limit: 50, after }, filter)));
       for (const t of page.data) {
         body.append(h("tr", {},
-          h("td", {}, when(t.created_at)),
-          h("td", {}, link(t.id, turnHash(t.id, t.project))),
-          h("td", {}, t.project), h("td", {}, t.model),
-          h("td", { className: "status-" + t.status }, t.status),
-          h("td", { className: "num" }, t.usage.input_tokens + " / " + t.usage.output_tokens),
-          h("td", { className: "num hide-narrow" }, secs(t.latency_seconds)),
-          h("td", { className: "hide-narrow" }, t.request_id || "-"),
-          h("td", { className: "hide-narrow" }, t.key_id || "-"),
-          h("td", { className: "preview hide-narrow" }, t.preview)));
+          cell("created", when(t.created_at)),
+          h("td", { className: "col-turn", title: t.id }, link(t.id, turnHash(t.id, t.project))),
+          cell("project", t.project), cell("model", t.model),
+          cell("status", t.status, "status-" + t.status),
+          cell("tokens", t.usage.input_tokens + " / " + t.usage.output_tokens, "num"),
+          cell("latency", secs(t.latency_seconds), "num"),
+          cell("request", t.request_id || "-"),
+          cell("key", t.key_id || "-"),
+          cell("preview", t.preview)));
       }
       if (!page.data.length && !after) body.append(h("tr", {}, h("td", { colSpan: 10, className: "muted" }, "No turns.")));
       after = page.last_id;
@@ -240,7 +251,7 @@
     older.addEventListener("click", () => load(next).catch(failed));
     await load(id);
     const head = document.getElementById("turn-" + id);
-    if (head) head.scrollIntoView({ block: "start" });
+    if (head) scrollBelowHeader(head);
   }
 
   async function conversationPage(id, params) {
@@ -341,20 +352,27 @@
         ["latency p50", secs(t.latency_p50)], ["p90", secs(t.latency_p90)], ["p99", secs(t.latency_p99)]]
         .map(([label, value]) => h("div", { dataset: { total: label } }, label, h("b", {}, value))));
     const charts = h("div", { className: "charts" });
-    const columns = ["requests", "errors", "input_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "cost_usd"];
+    const columns = [["requests", "Requests"], ["errors", "Errors"], ["input_tokens", "Input tokens"],
+      ["cached_tokens", "Cached tokens"], ["output_tokens", "Output tokens"], ["reasoning_tokens", "Reasoning tokens"],
+      ["cost_usd", "Cost (USD)"]];
+    const byName = { project: "Project", model: "Model", key: "Key" }[by] || by;
     const groups = h("div", { className: "table-wrap" }, h("table", { id: "usage-groups" },
-      h("thead", {}, h("tr", {}, h("th", {}, by), columns.map((c) => h("th", { className: "num" }, c)))),
+      h("thead", {}, h("tr", {}, h("th", {}, byName), columns.map(([, title]) => h("th", { className: "num" }, title)))),
       h("tbody", {}, data.groups.map((g) => h("tr", {}, h("td", {}, g.group),
-        columns.map((c) => h("td", { className: "num" }, c === "cost_usd" ? g[c].toFixed(6) : g[c])))))));
-    show(h("h1", {}, "Usage"), form, totals, charts, h("h2", {}, "By " + by), groups);
+        columns.map(([c]) => h("td", { className: "num" }, c === "cost_usd" ? g[c].toFixed(6) : g[c])))))));
+    show(h("h1", {}, "Usage"), form, totals, charts, h("h2", {}, "By " + byName.toLowerCase()), groups);
     const xs = data.buckets.map((b) => b.start);
     const series = (name) => data.buckets.map((b) => b[name]);
     const plots = [
-      ["Requests and errors", [["requests", "#0b5cad"], ["errors", "#b42318"]]],
-      ["Tokens", [["uncached_input_tokens", "#3b82f6"], ["cached_tokens", "#22c55e"], ["output_tokens", "#f59e0b"]]],
-      ["Cost (USD)", [["cost_usd", "#7c3aed"]]],
-      ["Latency (s)", [["latency_p50", "#0ea5e9"], ["latency_p90", "#f97316"], ["latency_p99", "#dc2626"]]],
+      ["Requests and errors", [["requests", "#0b5cad", "Requests"], ["errors", "#b42318", "Errors"]]],
+      ["Tokens", [["uncached_input_tokens", "#3b82f6", "Input, not cached"], ["cached_tokens", "#22c55e", "Input, cached"],
+        ["output_tokens", "#f59e0b", "Output"]]],
+      ["Cost (USD)", [["cost_usd", "#7c3aed", "Cost (USD)"]]],
+      ["Latency (s)", [["latency_p50", "#0ea5e9", "p50"], ["latency_p90", "#f97316", "p90"], ["latency_p99", "#dc2626", "p99"]]],
     ];
+    // A value with no value either side of it draws no line: it is drawn as a point.
+    const isolated = (values) => values.flatMap((v, i) =>
+      v !== null && (i === 0 || values[i - 1] === null) && (i === values.length - 1 || values[i + 1] === null) ? [i] : []);
     if (typeof uPlot === "undefined") {
       charts.append(h("p", { className: "error" }, "The chart library did not load."));
       return;
@@ -363,11 +381,16 @@
     charts.append(...boxes); // laid out first, so that each chart takes its box's width
     plots.forEach(([, lines], n) => {
       const width = Math.max(240, boxes[n].clientWidth - 16);
+      const data = [xs].concat(lines.map(([name]) => series(name)));
+      const alone = data.map(isolated);
       new uPlot({
         width, height: 200,
-        series: [{}].concat(lines.map(([name, stroke]) => ({ label: name, stroke, width: 2, points: { show: false } }))),
+        series: [{}].concat(lines.map(([, stroke, label]) => ({
+          label, stroke, width: 2,
+          points: { show: false, size: 8, fill: stroke, filter: (u, i) => (alone[i].length ? alone[i] : null) },
+        }))),
         axes: [{}, { size: 72 }],
-      }, [xs].concat(lines.map(([name]) => series(name))), boxes[n]);
+      }, data, boxes[n]);
     });
   }
 
@@ -379,15 +402,65 @@
     return parts.join(", ") || "none";
   }
 
+  // What a key used against each of its limits: a figure, and a bar where there is a limit.
+  function used(label, value, limit, shown) {
+    const share = limit ? Math.min(1, value / limit) : null;
+    const text = shown(value) + (limit ? " of " + shown(limit) : "");
+    return h("div", { className: "used", dataset: { used: label } },
+      h("span", {}, label + " ", h("b", {}, text)),
+      share === null ? null : h("meter", { min: 0, max: 1, value: share, high: 0.8, optimum: 0, title: Math.round(share * 100) + "%" }));
+  }
+
+  function keyUsage(k) {
+    const u = k.usage || {};
+    return h("td", { className: "col-usage" },
+      used(u.month + " spend", u.spent_usd || 0, k.budget_usd, (v) => "$" + Number(v).toFixed(2)),
+      u.tokens === null || u.tokens === undefined ? null : used(u.month + " tokens", u.tokens, k.budget_tokens, (v) => v.toLocaleString("en")),
+      u.turns_last_minute === null || u.turns_last_minute === undefined ? null
+        : used("last minute", u.turns_last_minute, k.requests_per_minute, (v) => v + " turns"));
+  }
+
   async function keysPage() {
     const listed = await api("/keys");
     show(h("h1", {}, "Managed keys"), h("div", { className: "table-wrap" }, h("table", { id: "keys" },
-      h("thead", {}, h("tr", {}, ["Id", "Name", "Project", "Created", "Last used", "Revoked", "Limits"].map((t) => h("th", {}, t)))),
+      h("thead", {}, h("tr", {}, ["Id", "Name", "Project", "Created", "Last used", "Revoked", "Limits", "Used"].map((t) => h("th", {}, t)))),
       h("tbody", {}, listed.data.length ? listed.data.map((k) => h("tr", {},
         h("td", {}, k.id), h("td", {}, k.name || "-"), h("td", {}, k.project), h("td", {}, when(k.created_at)),
         h("td", {}, when(k.last_used_at)), h("td", {}, k.revoked_at ? when(k.revoked_at) : "no"),
-        h("td", {}, limits(k)))) :
-        h("tr", {}, h("td", { colSpan: 7, className: "muted" }, "No managed keys."))))));
+        h("td", {}, limits(k)), keyUsage(k))) :
+        h("tr", {}, h("td", { colSpan: 8, className: "muted" }, "No managed keys."))))));
+  }
+
+  async function conversationsPage(params) {
+    const project = params.get("project");
+    const body = h("tbody", {});
+    const more = h("button", { type: "button", id: "older", hidden: true }, "More conversations");
+    show(h("h1", {}, "Conversations"),
+      h("p", { className: "muted" }, "The Responses API's conversations (/v1/conversations), oldest first in each project."),
+      h("div", { className: "table-wrap" }, h("table", { id: "conversations", className: "fit" },
+        h("thead", {}, h("tr", {}, [["conversation", "Conversation"], ["project", "Project"], ["created", "Created (UTC)"],
+          ["created", "Changed (UTC)"], ["metadata", "Metadata"]].map(([name, title]) => h("th", { className: "col-" + name }, title)))),
+        body)),
+      h("div", { className: "pager" }, more));
+    let cursor = null;
+    async function load() {
+      const page = await api("/conversations" + query({ project, cursor, limit: 50 }));
+      for (const c of page.data) {
+        const metadata = JSON.stringify(c.metadata);
+        body.append(h("tr", {},
+          h("td", { className: "col-conversation", title: c.id },
+            link(c.id, "#/conversation/" + encodeURIComponent(c.id) + "?project=" + encodeURIComponent(c.project))),
+          h("td", { className: "col-project", title: c.project }, c.project),
+          h("td", { className: "col-created" }, when(c.created_at)),
+          h("td", { className: "col-created" }, when(c.updated_at)),
+          h("td", { className: "col-metadata", title: metadata }, metadata)));
+      }
+      if (!page.data.length && !cursor) body.append(h("tr", {}, h("td", { colSpan: 5, className: "muted" }, "No conversations.")));
+      cursor = page.next_cursor;
+      more.hidden = !page.has_more;
+    }
+    more.addEventListener("click", () => load().catch(failed));
+    await load();
   }
 
   function loginPage(message) {
@@ -436,6 +509,7 @@
       await whoami();
       if (parts[0] === "turn" && parts[1]) await chainPage(parts[1], params);
       else if (parts[0] === "conversation" && parts[1]) await conversationPage(parts[1], params);
+      else if (parts[0] === "conversations") await conversationsPage(params);
       else if (parts[0] === "store" && parts[1]) await storeMessagesPage(parts[1], params);
       else if (parts[0] === "store") await storePage();
       else if (parts[0] === "usage") await usagePage(params);

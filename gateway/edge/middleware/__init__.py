@@ -5,6 +5,7 @@ from .allowed_origins import AllowedOriginsMiddleware
 from .api_keys import APIKeyMiddleware
 from .json_only import JSONOnlyMiddleware
 from .observe import ObserveMiddleware
+from .uncaught import UncaughtMiddleware
 
 __all__ = [
     "APIKeyMiddleware",
@@ -12,4 +13,5 @@ __all__ = [
     "AllowedOriginsMiddleware",
     "JSONOnlyMiddleware",
     "ObserveMiddleware",
+    "UncaughtMiddleware",
 ]

@@ -1,7 +1,8 @@
 """Refuse request bodies that are not JSON with HTTP 415.
 
-Browsers send ``text/plain`` and form bodies across sites without asking first; an API
-that reads only JSON bodies is out of their reach.
+Browsers send ``text/plain`` and form bodies across sites without asking first, and a
+page's request without a body too: those are refused by origin
+(:mod:`.allowed_origins`); this keeps the API to JSON for every client.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ JSON endpoint here is documented in ``docs/api.md`` and usable on its own with a
 
 from __future__ import annotations
 
+import math
 import time
 from importlib import resources
 from typing import Any
@@ -19,14 +20,22 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from session import ConversationNotFound, ResponseNotFound, StoredResponse
+from session import ConversationNotFound, ResponseNotFound, StoredResponse, hash_secret
 from session.browse import GroupBy, TurnQuery, usage_series
 
 from ...api.json_body import parse_json_object
 from ...errors import invalid_request, not_found
 from .. import console_views as views
-from ..console_access import COOKIE, Viewer, admin_only, viewer, viewer_of_token
+from ..console_access import (
+    COOKIE,
+    Viewer,
+    sessions,
+    viewer,
+    viewer_of_token,
+    visible_projects,
+)
 from ..json_response import JSONResponse
+from . import console_lists
 from .common import query_choice, query_int, read_body, service
 
 PREFIX = "/v1/gateway/console"
@@ -34,12 +43,14 @@ CHAIN_PAGE = 50
 CHILDREN_SHOWN = 20
 BUCKETS = {"hour": 3600.0, "day": 86400.0}
 MAX_BUCKETS = 2000
+LAST_TIME = 253_402_300_799.0  # 9999-12-31T23:59:59Z
 _STATIC = {
     "index.html": "text/html; charset=utf-8",
     "console.js": "text/javascript; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
     "uPlot.iife.min.js": "text/javascript; charset=utf-8",
     "uPlot.min.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 
 
@@ -53,6 +64,15 @@ def _asset(name: str) -> bytes:
 async def page(request: Request) -> Response:
     """The console's one page; the client routes by the URL's fragment."""
     return Response(_asset("index.html"), media_type=_STATIC["index.html"])
+
+
+async def favicon(request: Request) -> Response:
+    """The gateway's icon, for the tab a browser shows (it asks for ``/favicon.ico``)."""
+    return Response(
+        _asset("favicon.svg"),
+        media_type=_STATIC["favicon.svg"],
+        headers={"cache-control": "max-age=86400"},
+    )
 
 
 async def asset(request: Request) -> Response:
@@ -75,16 +95,19 @@ async def whoami(request: Request) -> Response:
 
 
 async def login(request: Request) -> Response:
-    """Checks a key sent in the body and keeps it in an HttpOnly, SameSite=Strict cookie."""
+    """Checks a key sent in the body and opens a session for it, held in an HttpOnly,
+    SameSite=Strict cookie (Secure over https) that expires with the session."""
     body = parse_json_object(await read_body(request))
     key = body.get("key")
     if not isinstance(key, str) or not key:
         raise invalid_request("Send {'key': 'YOUR_KEY'}.", param="key", code="missing_key")
     found = await viewer_of_token(request, key)
     answer = JSONResponse({"auth": service(request).config.auth.mode, **_who(found)})
+    opened = sessions(request)
     answer.set_cookie(
         COOKIE,
-        key,
+        opened.issue(hash_secret(key)),
+        max_age=int(opened.lifetime_seconds),
         httponly=True,
         samesite="strict",
         secure=request.url.scheme == "https",
@@ -94,26 +117,28 @@ async def login(request: Request) -> Response:
 
 
 async def logout(request: Request) -> Response:
+    """Ends the cookie's session on every instance and clears the cookie."""
+    if cookie := request.cookies.get(COOKIE):
+        await sessions(request).end(cookie)
     answer = JSONResponse({"logged_out": True})
-    answer.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    answer.delete_cookie(
+        COOKIE,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
     return answer
 
 
 # -- finding records ---------------------------------------------------------------------
 
 
-async def _projects(request: Request, who: Viewer) -> list[str]:
-    if who.project is not None:
-        return [who.project]
-    found: list[str] = await service(request).store.projects()
-    return found
-
-
 async def _turn(request: Request, who: Viewer, response_id: str) -> StoredResponse:
     """A turn the viewer may see, in the project asked for or the first that holds it."""
     asked = who.scope(request.query_params.get("project"))
     store = service(request).store
-    for name in [asked] if asked is not None else await _projects(request, who):
+    for name in [asked] if asked is not None else await visible_projects(request, who):
         try:
             found: StoredResponse = await store.get(name, response_id)
             return found
@@ -125,7 +150,7 @@ async def _turn(request: Request, who: Viewer, response_id: str) -> StoredRespon
 async def _conversation_project(request: Request, who: Viewer, conversation_id: str) -> str:
     asked = who.scope(request.query_params.get("project"))
     store = service(request).store
-    for name in [asked] if asked is not None else await _projects(request, who):
+    for name in [asked] if asked is not None else await visible_projects(request, who):
         try:
             await store.get_conversation(name, conversation_id)
             return name
@@ -158,22 +183,29 @@ async def search(request: Request) -> Response:
     if made:
         body = {"kind": "response", "id": made[0].id, "project": made[0].project}
         return JSONResponse({**body, "request_id": query})
-    for name in await _projects(request, who):
+    for name in await visible_projects(request, who):
         if await store.agent(name).get_conversation(query) is not None:
             return JSONResponse({"kind": "store_conversation", "id": query, "project": name})
     raise not_found(f"Nothing found for {query!r}.", code="not_found")
 
 
 def _time(request: Request, name: str) -> float | None:
+    """A time in Unix seconds, from 0 to the end of year 9999; ``float()`` alone would take
+    NaN, infinities and numbers past any calendar."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return None
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= LAST_TIME:  # False for NaN too
         raise invalid_request(
-            f"Invalid '{name}': expected Unix seconds.", param=name, code="invalid_value"
-        ) from None
+            f"Invalid '{name}': expected Unix seconds from 0 to {LAST_TIME:.0f}, got {raw[:40]!r}.",
+            param=name,
+            code="invalid_value",
+        )
+    return value
 
 
 async def list_turns(request: Request) -> Response:
@@ -252,44 +284,6 @@ async def get_conversation(request: Request) -> Response:
     return JSONResponse({**views.conversation(found), "items": items.model_dump()})
 
 
-async def store_conversations(request: Request) -> Response:
-    who = await viewer(request)
-    names = [who.scope(request.query_params.get("project"))]
-    if names == [None]:
-        names = [str(name) for name in await _projects(request, who)]
-    store = service(request).store
-    limit = query_int(request, "limit", 20, 1, 100)
-    listed = []
-    for name in names:
-        assert name is not None
-        found = await store.agent(name).list_conversations(
-            limit, request.query_params.get("cursor")
-        )
-        listed.append({"project": name, **found.to_json()})
-    return JSONResponse({"object": "list", "data": listed})
-
-
-async def store_messages(request: Request) -> Response:
-    who = await viewer(request)
-    conversation_id = request.path_params["id"]
-    store = service(request).store
-    asked = who.scope(request.query_params.get("project"))
-    for candidate in [asked] if asked is not None else await _projects(request, who):
-        agent = store.agent(candidate)
-        found = await agent.get_conversation(conversation_id)
-        if found is None:
-            continue
-        page_of = await agent.list_messages(
-            conversation_id,
-            "asc",
-            query_int(request, "limit", 50, 1, 100),
-            request.query_params.get("cursor"),
-        )
-        body = {"project": candidate, "conversation": found.to_json(), **page_of.to_json()}
-        return JSONResponse(body)
-    raise not_found(f"Conversation '{conversation_id}' not found.", code="not_found")
-
-
 async def usage(request: Request) -> Response:
     """Totals per hour or day over a range, per group and overall: the figures
     ``gateway usage`` prints for the same range."""
@@ -319,23 +313,13 @@ async def usage(request: Request) -> Response:
     return JSONResponse(usage_series(chosen, since=since, until=until, bucket=bucket, by=by))
 
 
-async def keys(request: Request) -> Response:
-    """Managed keys (the admin only): never a secret, nor its hash."""
-    admin_only(await viewer(request))
-    store = service(request).store
-    data = []
-    for found in await store.list_keys(request.query_params.get("project") or None):
-        used = await store.find_responses(TurnQuery(key_id=found.id), limit=1)
-        data.append({**views.key(found), "last_used_at": used[0].created_at if used else None})
-    return JSONResponse({"object": "list", "data": data})
-
-
 async def projects(request: Request) -> Response:
     who = await viewer(request)
-    return JSONResponse({"object": "list", "data": await _projects(request, who)})
+    return JSONResponse({"object": "list", "data": await visible_projects(request, who)})
 
 
 routes = [
+    Route("/favicon.ico", favicon, methods=["GET"]),
     Route("/console", page, methods=["GET"]),
     Route("/console/", page, methods=["GET"]),
     Route("/console/static/{name}", asset, methods=["GET"]),
@@ -348,8 +332,6 @@ routes = [
     Route(f"{PREFIX}/responses/{{id}}", get_turn, methods=["GET"]),
     Route(f"{PREFIX}/responses/{{id}}/chain", chain, methods=["GET"]),
     Route(f"{PREFIX}/conversations/{{id}}", get_conversation, methods=["GET"]),
-    Route(f"{PREFIX}/store/conversations", store_conversations, methods=["GET"]),
-    Route(f"{PREFIX}/store/conversations/{{id}}", store_messages, methods=["GET"]),
     Route(f"{PREFIX}/usage", usage, methods=["GET"]),
-    Route(f"{PREFIX}/keys", keys, methods=["GET"]),
+    *console_lists.routes,
 ]

@@ -84,7 +84,7 @@ class AnthropicUpstream:
         else:
             raise EOFError  # the stream ended without ``message_stop``
         if not translator.finished:
-            raise EOFError
+            raise MalformedAnswer("the message ended without a stop_reason")
 
     def _reported(self, error: object) -> str:
         """The message of a stream's ``error`` event, naming the provider; an overloaded

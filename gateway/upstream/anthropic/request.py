@@ -22,16 +22,13 @@ from ..errors import UnsupportedInput
 from ..output_builder import ToolName
 from ..reasoning_state import ReasoningState
 from ..results import Item
-from ..tools import flat_name, forced_function, function_tools
+from ..tools import flat_name, forced_function
+from .content import content_blocks
+from .rules import Origins, check_tool_pairs, messages_tools, opened_by_user, sampling
 
-_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "summary_text", "reasoning_text"})
 _TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
 _TOOL_CALLS = frozenset({"function_call", "custom_tool_call"})
 _THINKING = frozenset({"thinking", "redacted_thinking"})
-_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
-_PDF = ("file", frozenset({"application/pdf"}))
-_FILE_PARTS = frozenset({"input_image", "input_file"})
-_DATA_URL = re.compile(r"^data:([\w.+/-]+);base64,(.*)$", re.DOTALL)
 _TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 MAX_CACHE_BREAKPOINTS = 4
 EPHEMERAL = {"type": "ephemeral"}
@@ -66,60 +63,13 @@ def tool_id(call_id: Any) -> str:
     return f"{re.sub(r'[^a-zA-Z0-9_-]', '_', text)[:40]}_{digest}"
 
 
-def _source(url: str, kind: str, media_types: frozenset[str], where: str) -> Item:
-    matched = _DATA_URL.match(url)
-    if matched is not None:
-        media_type, data = matched.groups()
-        if media_type not in media_types:
-            raise UnsupportedInput(
-                f"A {kind} of type '{media_type}' cannot be sent to an Anthropic upstream "
-                f"(it takes {', '.join(sorted(media_types))}).",
-                where,
-            )
-        return {"type": "base64", "media_type": media_type, "data": data}
-    if url.startswith("https://"):
-        return {"type": "url", "url": url}
-    raise UnsupportedInput(
-        f"A {kind} must be given as a data URL or an https URL for an Anthropic upstream.", where
-    )
-
-
-def _block(part: Any, where: str) -> Item | None:
-    """One content part as a content block; ``None`` for an empty text."""
-    kind = part.get("type") if isinstance(part, dict) else None
-    if kind in _TEXT_PARTS or kind == "refusal":
-        text = part.get("text") if kind != "refusal" else part.get("refusal")
-        return {"type": "text", "text": text} if text else None
-    if kind == "input_image" and isinstance(part.get("image_url"), str):
-        return {"type": "image", "source": _source(part["image_url"], "image", _IMAGE_TYPES, where)}
-    if kind == "input_file" and isinstance(part.get("file_data"), str):
-        document: Item = {"type": "document", "source": _source(part["file_data"], *_PDF, where)}
-        if part.get("filename"):
-            document["title"] = part["filename"]
-        return document
-    if kind == "input_file" and isinstance(part.get("file_url"), str):
-        return {"type": "document", "source": _source(part["file_url"], *_PDF, where)}
-    inline = " (files must be given inline or by URL)" if kind in _FILE_PARTS else ""
-    raise UnsupportedInput(
-        f"Content of type '{kind}' cannot be sent to an Anthropic upstream{inline}.", where
-    )
-
-
-def _blocks(content: Any, where: str) -> list[Item]:
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}] if content else []
-    if not isinstance(content, list):
-        return []
-    blocks = [_block(part, f"{where}[{n}]") for n, part in enumerate(content)]
-    return [block for block in blocks if block is not None]
-
-
 class _Conversation:
     """Builds ``system`` and the alternating messages, item by item."""
 
     def __init__(self, state: ReasoningState) -> None:
         self.system: list[Item] = []
         self.messages: list[Item] = []
+        self.origins: Origins = {}  # where each tool call and output is in the input
         self._state = state
 
     def _append(self, role: str, blocks: list[Item]) -> None:
@@ -143,19 +93,24 @@ class _Conversation:
         if kind == "message":
             role = item.get("role")
             if role in ("system", "developer"):
-                self.system += _blocks(item.get("content"), f"{where}.content")
+                self.system += content_blocks(item.get("content"), f"{where}.content", str(role))
             elif role == "assistant":
-                self._append("assistant", _blocks(item.get("content"), f"{where}.content"))
+                blocks = content_blocks(item.get("content"), f"{where}.content", "assistant")
+                self._append("assistant", blocks)
             else:
-                self._append("user", _blocks(item.get("content"), f"{where}.content"))
+                self._append("user", content_blocks(item.get("content"), f"{where}.content"))
         elif kind == "reasoning":
             state = self._state.open(item.get("encrypted_content"))
             if state is not None:  # else another model's: only its visible turns go
                 self._append("assistant", list(state.get("blocks", [])))
         elif kind in _TOOL_CALLS:
-            self._append("assistant", [self._tool_use(item)])
+            use = self._tool_use(item)
+            self.origins.setdefault(("call", use["id"]), index)
+            self._append("assistant", [use])
         elif kind in _TOOL_OUTPUTS:
-            self._append("user", [self._tool_result(item, where)])
+            result = self._tool_result(item, where)
+            self.origins[("result", result["tool_use_id"])] = index
+            self._append("user", [result])
         else:
             raise UnsupportedInput(
                 f"Input items of type '{kind}' cannot be sent to an Anthropic upstream.", where
@@ -183,7 +138,9 @@ class _Conversation:
     @staticmethod
     def _tool_result(item: Item, where: str) -> Item:
         output = item.get("output")
-        content: Any = output if isinstance(output, str) else _blocks(output, f"{where}.output")
+        content: Any = (
+            output if isinstance(output, str) else content_blocks(output, f"{where}.output")
+        )
         if isinstance(output, list) and not content:
             content = text_of(output)
         return {
@@ -191,21 +148,6 @@ class _Conversation:
             "tool_use_id": tool_id(item.get("call_id")),
             "content": content,
         }
-
-
-def _tools(tools: list[Item]) -> tuple[list[Item], dict[str, ToolName]]:
-    """Function and custom tools as Messages API tools (see :mod:`..tools`)."""
-    offered = function_tools(tools)
-    made = []
-    for tool in offered:
-        entry: Item = {
-            "name": tool.name,
-            "input_schema": tool.parameters or {"type": "object", "properties": {}},
-        }
-        if tool.description:
-            entry["description"] = tool.description
-        made.append(entry)
-    return made, {tool.name: tool.client for tool in offered}
 
 
 def _tool_choice(choice: Any, names: dict[str, ToolName]) -> Item:
@@ -279,16 +221,17 @@ def to_messages_request(
         conversation.system.append({"type": "text", "text": instructions})
     for index, item in enumerate(items):
         conversation.add(item, index)
+    check_tool_pairs(conversation.messages, conversation.origins)
+    tools, names = messages_tools(body.get("tools") or [])
 
     max_tokens = body.get("max_output_tokens") or route.max_output_tokens
     payload: Item = {
         "model": body["model"],
         "max_tokens": max_tokens,
-        "messages": conversation.messages,
+        "messages": opened_by_user(conversation.messages),
     }
     if conversation.system:
         payload["system"] = conversation.system
-    tools, names = _tools(body.get("tools") or [])
     choice: Item | None = None
     if tools:
         payload["tools"] = tools
@@ -302,6 +245,8 @@ def to_messages_request(
         payload["thinking"] = thinking
         if output_config is not None:
             payload["output_config"] = output_config
+    if route.sampling == "send":
+        payload.update(sampling(body, "thinking" in payload))
     fmt = ((body.get("text") or {}).get("format")) or {}
     if fmt.get("type") == "json_schema" and isinstance(fmt.get("schema"), dict):
         payload.setdefault("output_config", {})["format"] = {

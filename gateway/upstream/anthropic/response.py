@@ -80,7 +80,9 @@ class MessagesTranslator:
         for index, block in enumerate(message["content"]):
             events += self._start(index, _object(block, f"message.content[{index}]"))
             events += self._stop(index)
-        self.stop_reason = str(message.get("stop_reason") or "end_turn")
+        if not message.get("stop_reason"):  # always set on a whole answer
+            raise MalformedAnswer("the message has no stop_reason")
+        self.stop_reason = str(message["stop_reason"])
         return events
 
     # -- a stream ------------------------------------------------------------------------
@@ -102,7 +104,8 @@ class MessagesTranslator:
             return self._stop(self._index(event))
         if kind == "message_delta":
             delta = _object(event.get("delta") or {}, "message_delta.delta")
-            self.stop_reason = str(delta.get("stop_reason") or "end_turn")
+            if delta.get("stop_reason"):  # else the stream has not said why it ends
+                self.stop_reason = str(delta["stop_reason"])
             usage = _object(event.get("usage") or {}, "message_delta.usage")
             self._usage.update({k: v for k, v in usage.items() if v is not None})
         return []  # ping, message_stop, and event types added later

@@ -21,8 +21,9 @@ from urllib.parse import urlsplit
 
 from ...config_sections import McpSettings
 from ...errors import APIError
+from ..addresses import Resolver
 from ..results import Item
-from .servers import Server, check_address
+from .servers import Server, refused
 
 if TYPE_CHECKING:
     import httpx2
@@ -49,14 +50,19 @@ def _leaf(error: BaseException) -> BaseException:
     return error
 
 
-def failure(label: str, error: BaseException, seconds: float) -> McpFailure:
+def failure(server: Server, error: BaseException, seconds: float) -> McpFailure:
     """``error`` (raised by the SDK or the transport) in words and as an error object."""
     import httpx2
     from mcp import MCPError
 
+    from ..pinned import RefusedAddress
+
+    label = server.label
     error = _leaf(error)
     if isinstance(error, McpFailure):
         return error
+    if isinstance(error, RefusedAddress):
+        error = refused(f"tools[{server.index}].server_url", error.reason)
     if isinstance(error, TimeoutError):
         message = f"The MCP server '{label}' did not answer within {seconds:g} seconds."
         return McpFailure(message, _protocol(REQUEST_TIMEOUT, message))
@@ -115,7 +121,7 @@ class Connection:
                     if not cursor:
                         break
         except Exception as error:
-            raise failure(self.server.label, error, seconds) from None
+            raise failure(self.server, error, seconds) from None
         return tools
 
     async def call(self, name: str, arguments: Item, seconds: float) -> str:
@@ -124,7 +130,7 @@ class Connection:
             async with asyncio.timeout(seconds):
                 result = await self._client.call_tool(name, arguments, read_timeout_seconds=seconds)
         except Exception as error:
-            raise failure(self.server.label, error, seconds) from None
+            raise failure(self.server, error, seconds) from None
         if result.is_error:
             content = [block.model_dump(mode="json", exclude_none=True) for block in result.content]
             message = output_text(result)
@@ -143,44 +149,60 @@ def _listed(tool: Any) -> Item:
     return listed
 
 
-def _guard(server: Server, settings: McpSettings) -> Any:
-    """An httpx request hook: each request (a redirect too) stays where it may go."""
+def _same_host(server: Server) -> Any:
+    """An httpx request hook for a listed server: each request (a redirect too) stays on
+    its host."""
     param = f"tools[{server.index}].server_url"
 
     async def check(request: httpx2.Request) -> None:
-        if not server.listed:
-            await check_address(str(request.url), param)
-        elif request.url.host != urlsplit(server.url).hostname:
+        if request.url.host != urlsplit(server.url).hostname:
             raise APIError(400, f"The MCP server in '{param}' redirected to another host.")
 
     return check
 
 
 @asynccontextmanager
-async def connect(server: Server, settings: McpSettings) -> AsyncIterator[Connection]:
+async def connect(
+    server: Server, settings: McpSettings, resolver: Resolver
+) -> AsyncIterator[Connection]:
     """A session with ``server``, closed when the block ends; :class:`McpFailure` when it
-    cannot be opened in time (an :class:`APIError` for an address that is not allowed)."""
+    cannot be opened in time, or its address is not allowed. A server the operator did not
+    list is reached only at public addresses ``resolver`` gave and the gateway checked."""
     import httpx2  # the SDK takes a third of a second to import: not before it is needed
     from mcp import Client
     from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
 
-    if not server.listed:
-        await check_address(server.url, f"tools[{server.index}].server_url")
+    from ..pinned import PinnedTransport
+
     seconds = settings.connect_timeout_seconds
     # The transport reads a little longer than a call may last: the call's own limit
     # ends it first, and says so.
     read = settings.call_timeout_seconds + seconds
     timeout = httpx2.Timeout(seconds, read=read)
-    hooks = {"request": [_guard(server, settings)]}
+    hooks = {"request": [_same_host(server)]} if server.listed else {}
 
     def http_client(
         headers: dict[str, str] | None = None,
         timeout: httpx2.Timeout | None = timeout,
         auth: httpx2.Auth | None = None,
     ) -> httpx2.AsyncClient:
+        if server.listed:
+            return httpx2.AsyncClient(
+                headers=headers,
+                timeout=timeout,
+                auth=auth,
+                event_hooks=hooks,
+                follow_redirects=False,
+            )
+        # No proxy from the environment: it would resolve the name again, unchecked.
         return httpx2.AsyncClient(
-            headers=headers, timeout=timeout, auth=auth, event_hooks=hooks, follow_redirects=False
+            headers=headers,
+            timeout=timeout,
+            auth=auth,
+            follow_redirects=False,
+            trust_env=False,
+            transport=PinnedTransport(resolver),
         )
 
     stack = AsyncExitStack()
@@ -201,7 +223,7 @@ async def connect(server: Server, settings: McpSettings) -> AsyncIterator[Connec
                 client = Client(transport, cache=None, read_timeout_seconds=read)
                 await stack.enter_async_context(client)
         except Exception as error:
-            raise failure(server.label, error, seconds) from None
+            raise failure(server, error, seconds) from None
         yield Connection(server, client, settings)
     finally:
         await _close(stack)

@@ -17,11 +17,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 
 from ...config_sections import McpSettings
-from ...errors import APIError
+from ...errors import APIError, invalid_request
+from ..addresses import Resolver
 from ..base import Replay, Upstream, UpstreamStream
 from ..errors import UpstreamError
 from ..results import Event, Item, TurnResult, failed_result
 from ..tools import function_tools
+from .choice import choice_problem, model_choice
 from .connection import Connection, McpFailure, connect
 from .history import Approval, Names, call_pair, error_text, model_history
 from .items import added, call_item, done, list_tools_item, progress, summed_usage
@@ -34,10 +36,13 @@ MAX_MODEL_CALLS = 100  # past this many in one turn, the tools are no longer off
 class McpUpstream:
     """``inner`` with the request's ``mcp`` tools run by the gateway (see the module)."""
 
-    def __init__(self, inner: Upstream, settings: McpSettings, own_count: int) -> None:
+    def __init__(
+        self, inner: Upstream, settings: McpSettings, own_count: int, resolver: Resolver
+    ) -> None:
         self._inner = inner
         self.capabilities = inner.capabilities
         self._settings = settings
+        self._resolver = resolver  # answers the server names; what it gives is checked
         self._own_count = own_count  # the client's own input items, last in the input
 
     async def check(self, request: Item) -> None:
@@ -49,7 +54,7 @@ class McpUpstream:
         model_history(request["input"], self._own_count, names, {s.label for s in found})
         for server in found:
             if not server.listed:
-                await check_address(server.url, f"tools[{server.index}].server_url")
+                await check_address(server.url, f"tools[{server.index}].server_url", self._resolver)
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
@@ -58,10 +63,11 @@ class McpUpstream:
         names = Names({tool.name for tool in function_tools(tools)})
         labels = {server.label for server in found}
         history = model_history(request["input"], self._own_count, names, labels)
-        run = Run(self._inner, self._settings, request, found, names, stream)
+        run = Run(self._inner, self._settings, self._resolver, request, found, names, stream)
         run.model_input = history.items
         async with AsyncExitStack() as stack:
             await run.prologue(stack, history.listed)
+            run.check_choice()
             await run.run_approved(history.approved)
             first = None
             if run.failure is None:
@@ -85,6 +91,7 @@ class Run:
         self,
         inner: Upstream,
         settings: McpSettings,
+        resolver: Resolver,
         request: Item,
         found: list[Server],
         names: Names,
@@ -92,6 +99,7 @@ class Run:
     ) -> None:
         self._inner = inner
         self.settings = settings
+        self._resolver = resolver
         self._request = request
         self.servers = {server.label: server for server in found}
         self.names = names
@@ -127,7 +135,9 @@ class Run:
         return any(listed.get("name") == tool for listed in self._offered(label))
 
     def _offered(self, label: str) -> list[Item]:
-        server = self.servers[label]
+        server = self.servers.get(label)
+        if server is None:
+            return []
         return [
             tool
             for tool in self.tools.get(label, [])
@@ -157,7 +167,9 @@ class Run:
                     added(at, item), progress("response.mcp_list_tools.in_progress", at, item)
                 )
             try:
-                connection = await stack.enter_async_context(connect(server, self.settings))
+                connection = await stack.enter_async_context(
+                    connect(server, self.settings, self._resolver)
+                )
                 self.connections[server.label] = connection
                 if item is None:
                     self.tools[server.label] = listed[server.label]
@@ -171,6 +183,16 @@ class Run:
                 self._list_failed(at, item, failure)
                 return
             self.emit(progress("response.mcp_list_tools.completed", at, item), done(at, item))
+
+    def check_choice(self) -> None:
+        """A 400 naming ``tool_choice`` (a failed turn, streamed) for a tool its server,
+        listed now, does not offer."""
+        problem = choice_problem(self._request.get("tool_choice"), set(self.servers), self.offers)
+        if problem is None or self.failure is not None:
+            return
+        if not self.stream:
+            raise invalid_request(problem, param="tool_choice", code="invalid_value")
+        self.failure = failed_result(problem, self.output)
 
     def _list_failed(self, at: int, item: Item, failure: McpFailure) -> None:
         message = (
@@ -227,16 +249,10 @@ class Run:
         request = {k: v for k, v in self._request.items() if k != "max_tool_calls"}
         request["input"] = list(self.model_input)
         request["tools"] = tools
-        choice = request.get("tool_choice")
-        if isinstance(choice, dict) and choice.get("type") == "mcp":
-            wanted, named = str(choice.get("server_label")), choice.get("name")
-            if offer and isinstance(named, str) and self.offers(wanted, named):
-                request["tool_choice"] = {
-                    "type": "function",
-                    "name": self.names.name(wanted, named),
-                }
-            else:
-                request["tool_choice"] = "required" if offer else "auto"
+        if "tool_choice" in request:
+            request["tool_choice"] = model_choice(
+                request["tool_choice"], offer, self.offers, self.names
+            )
         if not tools:
             request.pop("tools")
             request.pop("tool_choice", None)

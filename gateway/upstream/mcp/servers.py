@@ -2,22 +2,23 @@
 
 Each ``{"type": "mcp", ...}`` tool becomes a :class:`Server`: its label, URL, the headers
 sent to it (never stored), which of its tools the model may see and which need the
-client's approval. A URL must be on ``mcp.allowed_servers`` when that is set; one that is
-not listed must not reach a loopback, link-local or private address (every address its
-host resolves to is checked, on connecting and on each request, redirects included).
+client's approval. A URL must be on ``mcp.allowed_servers`` when that is set (matched by
+its parts: :mod:`gateway.url_prefixes`); one that is
+not listed must not reach a loopback, link-local or private address: every address its
+host resolves to is checked before the turn starts, and each connection goes to an
+address checked as it was resolved (:mod:`..pinned`), redirects included.
 """
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
-import socket
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from ...config_sections import McpSettings
 from ...errors import APIError, invalid_request
+from ...url_prefixes import covered, url_parts
+from ..addresses import AddressRefused, Resolver, public_addresses
 from ..results import Item
 
 SECRET_FIELDS = ("headers", "authorization")
@@ -194,7 +195,7 @@ def servers(tools: list[Item], settings: McpSettings) -> list[Server]:
             description = description or operator.description
             listed = True
         else:
-            listed = _check_url(url, settings, f"{param}.server_url")
+            listed, url = _check_url(url, settings, f"{param}.server_url")
         allowed, read_only = _allowed_tools(tool.get("allowed_tools"), f"{param}.allowed_tools")
         approval = _approval(tool.get("require_approval"), f"{param}.require_approval")
         found.append(
@@ -203,8 +204,10 @@ def servers(tools: list[Item], settings: McpSettings) -> list[Server]:
     return found
 
 
-def _check_url(url: str, settings: McpSettings, param: str) -> bool:
-    """Whether the operator listed ``url``; a 400 for one off the list or not HTTP(S)."""
+def _check_url(url: str, settings: McpSettings, param: str) -> tuple[bool, str]:
+    """Whether the operator listed ``url``, and the URL to reach (its path resolved when
+    listed: what was matched is what is fetched); a 400 for one off the list or not
+    HTTP(S)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise invalid_request(
@@ -212,10 +215,20 @@ def _check_url(url: str, settings: McpSettings, param: str) -> bool:
             "a host.",
             param=param,
         )
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number from 0 to 65535
+    except ValueError:
+        raise invalid_request(
+            f"Invalid '{param}': its port is not a number from 0 to 65535.", param=param
+        ) from None
     if settings.allowed_servers is None:
-        return False
-    if is_listed(url, settings.allowed_servers):
-        return True
+        return False, url
+    try:
+        matched = url_parts(url)
+    except ValueError as why:
+        raise refused(param, str(why)) from None
+    if covered(matched, settings.allowed_servers):
+        return True, matched.url
     raise invalid_request(
         f"The MCP server URL in '{param}' is not allowed by this gateway.",
         param=param,
@@ -223,44 +236,20 @@ def _check_url(url: str, settings: McpSettings, param: str) -> bool:
     )
 
 
-def is_listed(url: str, allowed: list[str]) -> bool:
-    """Whether ``url`` is one of ``allowed`` or starts with one (at a path boundary)."""
-    for entry in allowed:
-        if url == entry:
-            return True
-        prefix = entry if entry.endswith("/") else entry + "/"
-        if url.startswith(prefix) or url.startswith(entry + "?"):
-            return True
-    return False
-
-
-def _private(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return not ip.is_global or ip.is_multicast
-
-
-async def check_address(url: str, param: str) -> None:
+async def check_address(url: str, param: str, resolver: Resolver) -> None:
     """A 400 naming ``param`` when the host of ``url`` resolves to any address that is not
-    public (loopback, link-local, private, reserved), or does not resolve."""
-    host = urlsplit(url).hostname or ""
+    public (:func:`~..addresses.is_public`), or does not resolve. The connection checks
+    again, the address it connects to (:class:`~..pinned.PinnedTransport`)."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        ipaddress.ip_address(host)
-        addresses = [host]
-    except ValueError:
-        try:
-            found = await asyncio.get_running_loop().getaddrinfo(
-                host, None, type=socket.SOCK_STREAM
-            )
-        except OSError:
-            raise _refused(param, f"its host {host!r} does not resolve") from None
-        addresses = [str(info[4][0]) for info in found]
-    if not addresses or any(_private(address) for address in addresses):
-        raise _refused(param, "it is not a public address")
+        await public_addresses(parts.hostname or "", port, resolver)
+    except AddressRefused as refusal:
+        raise refused(param, refusal.reason) from None
 
 
-def _refused(param: str, why: str) -> APIError:
+def refused(param: str, why: str) -> APIError:
+    """The 400 for an MCP server URL in ``param`` the gateway will not reach."""
     return invalid_request(
         f"The MCP server URL in '{param}' is not allowed: {why}.",
         param=param,

@@ -48,7 +48,9 @@ class Run(Protocol):
     async def call(self, at: int, item: Item) -> None: ...
 
 
-CALL, APPROVAL, REFUSED = "call", "approval", "refused"
+# A call past ``max_tool_calls`` (or once the tools are no longer offered) is IGNORED, as
+# OpenAI has it: not run, not in the output, not read back to the model.
+CALL, APPROVAL, REFUSED, IGNORED = "call", "approval", "refused", "ignored"
 _CLIENT_CALLS = frozenset({"function_call", "custom_tool_call", *CALL_TYPES})
 
 
@@ -74,7 +76,9 @@ class Step:
         server = self._run.servers[label]
         arguments = str(inner.get("arguments") or "")
         decision: tuple[str, Item]
-        if not self._offered or not self._run.may_call() or not self._run.offers(label, tool):
+        if not self._offered or not self._run.may_call():
+            decision = (IGNORED, call_item(label, tool))
+        elif not self._run.offers(label, tool):
             decision = (REFUSED, call_item(label, tool))
         elif server.needs_approval(tool):
             decision = (APPROVAL, approval_item(label, tool, arguments))
@@ -91,18 +95,24 @@ class Step:
         index = event.get("output_index")
         if not isinstance(index, int):
             return [event]
-        at = index + self._offset
         kind = event.get("type")
+        decision = self._decided.get(index)
         if kind == "response.output_item.added":
             decision = self._decide(index, event.get("item") or {})
-            if decision is None:
-                return [{**event, "output_index": at}]
-            self._announced.add(index)
-            return self._announce(at, *decision)
-        decision = self._decided.get(index)
+        # Items come in order: those ignored before this one are known, and left out.
+        at = (
+            self._offset
+            + index
+            - sum(1 for j, (w, _) in self._decided.items() if j < index and w == IGNORED)
+        )
         if decision is None:
             return [{**event, "output_index": at}]
         what, item = decision
+        if what == IGNORED:
+            return []
+        if kind == "response.output_item.added":
+            self._announced.add(index)
+            return self._announce(at, *decision)
         if kind == "response.function_call_arguments.delta" and what == CALL:
             return [progress("response.mcp_call_arguments.delta", at, item, delta=event["delta"])]
         if kind == "response.function_call_arguments.done":
@@ -132,6 +142,8 @@ class Step:
                 self._run.output.append(inner)
                 continue
             what, item = decision
+            if what == IGNORED:
+                continue
             item["arguments"] = str(inner.get("arguments") or item["arguments"])
             if what != APPROVAL:
                 item["status"] = "incomplete"
@@ -150,6 +162,8 @@ class Step:
                 client_calls = client_calls or inner.get("type") in _CLIENT_CALLS
                 continue
             what, item = decision
+            if what == IGNORED:
+                continue
             at = len(run.output)
             run.output.append(item)
             item["arguments"] = str(inner.get("arguments") or "")
@@ -166,9 +180,7 @@ class Step:
                     run.emit(done(at, item))
                 continue
             if what == REFUSED:
-                message = "Not run: the limit of MCP tool calls of this response was reached."
-                if not run.offers(item["server_label"], item["name"]):
-                    message = "Not run: this tool is not offered to the model."
+                message = "Not run: this tool is not offered to the model."
                 run.fail_call(at, item, McpFailure(message, _refusal(message)))
             else:
                 await run.call(at, item)
