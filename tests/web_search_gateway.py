@@ -39,8 +39,8 @@ def search_gateway(
     **settings: Any,
 ) -> Iterator[Gateway]:
     """A gateway searching through ``backends`` (in order); ``config``: more top-level keys."""
-    for fake, _ in backends:
-        fake.reset(fake.mode)
+    for backend, _ in backends:
+        backend.reset(backend.mode)
     fake, url = fake_upstream
     web_search = {
         "backends": [backend_settings(f.kind, where) for f, where in backends],
