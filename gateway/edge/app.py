@@ -39,7 +39,7 @@ from .middleware import (
     JSONOnlyMiddleware,
     ObserveMiddleware,
 )
-from .routes import agent_store, console, conversations, meta, responses, websocket
+from .routes import agent_store, console, conversations, messages, meta, responses, websocket
 from .socket_limits import OpenSockets
 
 logger = logging.getLogger("gateway")
@@ -182,6 +182,7 @@ def create_app(
     metrics = Metrics()
     routes = [
         *responses.routes,
+        *messages.routes,
         WebSocketRoute("/v1/responses", websocket.responses_socket),
         *conversations.routes,
         *agent_store.routes,
