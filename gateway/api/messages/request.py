@@ -187,9 +187,13 @@ def input_items(messages: list[Item], seals: ThinkingSeals) -> list[Item]:
             items += _user_items(message.get("content"), f"{param}.content")
         elif role == "assistant":
             items += _assistant_items(message.get("content"), f"{param}.content", seals)
+        elif role == "system":  # Claude Code sends system reminders among the messages
+            blocks = _blocks(message.get("content"), f"{param}.content")
+            parts = [_part(block, f"{param}.content.{n}") for n, block in enumerate(blocks)]
+            items.append({"type": "message", "role": "system", "content": parts})
         else:
             raise invalid_request(
-                f"Unexpected role {role!r}: messages are 'user' or 'assistant'.",
+                f"Unexpected role {role!r}: messages are 'user', 'assistant' or 'system'.",
                 param=f"{param}.role",
             )
     return items
