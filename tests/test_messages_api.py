@@ -124,15 +124,13 @@ def messages(
         made.close()
 
 
-def ask(
-    client: anthropic.Anthropic, stream: bool, **request: Any
-) -> tuple[anthropic.types.Message, list[str]]:
+def ask(client: anthropic.Anthropic, stream: bool, **request: Any) -> tuple[Any, list[str]]:
     """The answer, and the types of the stream's events (none unstreamed)."""
     request.setdefault("max_tokens", 1024)
     if not stream:
         return client.messages.create(**request), []
     with client.messages.stream(**request) as events:
-        kinds = [event.type for event in events]
+        kinds: list[str] = [event.type for event in events]
         return events.get_final_message(), kinds
 
 
@@ -220,7 +218,7 @@ def test_a_chat_models_reasoning_is_thinking_sealed_and_sent_back_to_it_alone(
     assert text.text == "42."
     if stream:
         assert "thinking" in kinds and "signature" in kinds
-    follow = [
+    follow: list[Any] = [
         question,
         {"role": "assistant", "content": first.content},
         {"role": "user", "content": "And six times eight?"},
@@ -252,7 +250,7 @@ def test_claudes_thinking_keeps_claudes_signature(messages: Messages, stream: bo
     thought = first.content[0]
     assert thought.type == "thinking" and thought.thinking == "Six times seven."
     assert thought.signature == messages.claude.sign("Six times seven.")
-    follow = [
+    follow: list[Any] = [
         question,
         {"role": "assistant", "content": first.content},
         {"role": "user", "content": "And six times eight?"},
@@ -313,7 +311,7 @@ def test_count_tokens(messages: Messages, model: str) -> None:
 
 @pytest.mark.parametrize("bearer", [False, True])
 def test_errors_come_in_anthropics_shape(messages: Messages, bearer: bool) -> None:
-    question = [{"role": "user", "content": "hi"}]
+    question: list[Any] = [{"role": "user", "content": "hi"}]
     with pytest.raises(anthropic.AuthenticationError) as bad_key:
         messages.client("sk-wrong-0123456789abcdef", bearer=bearer).messages.create(
             model="chat-model", max_tokens=64, messages=question

@@ -119,7 +119,7 @@ class MessagesStream:
         kind = event.get("type")
         if kind == "response.created":
             response = event.get("response") or {}
-            message = {
+            message: Item = {
                 "id": message_id(str(response.get("id") or "")),
                 "type": "message",
                 "role": "assistant",
@@ -155,7 +155,7 @@ class MessagesStream:
         item = event.get("item") or {}
         if kind == "response.output_item.added" and item.get("type") == "function_call":
             self._used_tools = True
-            block = {
+            block: Item = {
                 "type": "tool_use",
                 "id": item.get("call_id"),
                 "name": item.get("name"),

@@ -36,9 +36,14 @@ async def list_models(request: Request) -> Response:
 
 def anthropic_catalog(config: GatewayConfig) -> dict[str, Any]:
     """The configured models as Anthropic's ``GET /v1/models`` lists them (one page)."""
-    data = []
+    data: list[dict[str, Any]] = []
     for name, listed in config.models.items():
-        model = {"type": "model", "id": name, "display_name": name, "created_at": EPOCH}
+        model: dict[str, Any] = {
+            "type": "model",
+            "id": name,
+            "display_name": name,
+            "created_at": EPOCH,
+        }
         model |= {"lifecycle": "active", "deprecated_at": None, "retires_at": None}
         window = listed.context_window
         model |= {"max_input_tokens": window} if window is not None else {}
