@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.api]
 
 KEY_A = "sk-team-a-0123456789abcdef"
 KEY_B = "sk-team-b-0123456789abcdef"
+KEY_LIMITED = "sk-team-c-0123456789abcdef"
 ADMIN = "sk-admin-0123456789abcdef"
 MODELS = ["chat-model", "resp-model", "claude"]
 WEATHER = {
@@ -84,6 +85,7 @@ def messages(
     config = parse_config(
         {
             "session": {"backend": "sqlite", "sqlite": {"path": str(tmp_path / "s.db")}},
+            "server": {"max_body_bytes": 100_000},
             "auth": {
                 "mode": "keys",
                 "cache_seconds": 0,
@@ -91,6 +93,7 @@ def messages(
                 "keys": [
                     {"key": KEY_A, "project": "team-a", "name": "a"},
                     {"key": KEY_B, "project": "team-b", "name": "b"},
+                    {"key": KEY_LIMITED, "project": "team-c", "requests_per_minute": 1},
                 ],
             },
             "providers": {
@@ -340,6 +343,21 @@ def test_the_middlewares_refusals_come_in_anthropics_shape(messages: Messages) -
         headers={"x-api-key": KEY_A, "content-type": "text/plain"},
     )
     assert not_json.status_code == 415 and not_json.json()["type"] == "error"
+    too_large = httpx.post(
+        f"{messages.url}/v1/messages",
+        json={"model": "chat-model", "max_tokens": 16, "messages": [], "pad": "x" * 100_000},
+        headers={"x-api-key": KEY_A},
+    )
+    assert too_large.status_code == 413
+    assert too_large.json()["error"]["type"] == "request_too_large"
+    limited = messages.client(KEY_LIMITED)
+    limited.models.list()  # the key's one request this minute
+    with pytest.raises(anthropic.RateLimitError) as refused:
+        limited.messages.create(
+            model="chat-model", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+        )
+    assert refused.value.body["error"]["type"] == "rate_limit_error"
+    assert refused.value.response.headers["retry-after"]
     elsewhere = httpx.post(f"{messages.url}/v1/responses", json={})
     assert elsewhere.status_code == 401 and "type" not in elsewhere.json()
 
