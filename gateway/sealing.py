@@ -1,8 +1,9 @@
 """What the gateway hands a client to send back, sealed: readable and forgeable by no one else.
 
-Two kinds of token carry state through a client: a ``compaction`` item's summary and a
+Three kinds of token carry state through a client: a ``compaction`` item's summary, a
 ``reasoning`` item's provider state (thinking blocks and their signatures, thought
-signatures). Each is sealed with AES-GCM under the gateway's key (``compaction.secret``, or
+signatures), and the signature of a thinking block ``/v1/messages`` made of another model's
+reasoning. Each is sealed with AES-GCM under the gateway's key (``compaction.secret``, or
 one generated and kept in the store), bound to the project, and marked with its kind's
 prefix, so that a token of one kind or project never opens as another.
 """
@@ -18,6 +19,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 COMPACTION_PREFIX = "gwc1."
 REASONING_PREFIX = "gwr1."
+# A thinking block's signature the Messages edge hands out for a model that is not Claude.
+THINKING_PREFIX = "gwt1."
 
 
 class Sealer:

@@ -41,7 +41,7 @@ from .middleware import (
     ObserveMiddleware,
     UncaughtMiddleware,
 )
-from .routes import agent_store, console, conversations, meta, responses, websocket
+from .routes import agent_store, console, conversations, messages, meta, responses, websocket
 from .socket_limits import OpenSockets
 
 SWEEP_INTERVAL_SECONDS = 60.0
@@ -190,6 +190,7 @@ def create_app(
     metrics = Metrics()
     routes = [
         *responses.routes,
+        *messages.routes,
         WebSocketRoute("/v1/responses", websocket.responses_socket),
         *conversations.routes,
         *agent_store.routes,

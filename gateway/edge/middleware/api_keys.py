@@ -11,6 +11,7 @@ from ...errors import APIError
 from ...observability.request_log import CURRENT_REQUEST
 from ..auth import Authenticator
 from ..errors import error_response, from_session_error
+from ..messages_errors import anthropic_error_response, speaks_messages
 
 
 class APIKeyMiddleware:
@@ -33,10 +34,14 @@ class APIKeyMiddleware:
             await self.app(scope, receive, send)
             return
         authorization = None
+        api_key = None
         for name, value in scope["headers"]:
             if name == b"authorization":
                 authorization = value.decode("latin-1")
-                break
+            elif name == b"x-api-key":
+                api_key = value.decode("latin-1").strip()
+        if authorization is None and api_key and _takes_api_key_header(path):
+            authorization = f"Bearer {api_key}"  # how Anthropic's clients send their key
         authenticator: Authenticator = scope["app"].state.authenticator
         try:
             caller = await authenticator.admit(authorization)
@@ -55,10 +60,17 @@ class APIKeyMiddleware:
         await self.app(scope, receive, send)
 
 
+def _takes_api_key_header(path: str) -> bool:
+    """The routes Anthropic's clients call, with their key in ``x-api-key``."""
+    return speaks_messages(path) or path == "/v1/models" or path.startswith("/v1/models/")
+
+
 async def refuse(scope: Scope, receive: Receive, send: Send, error: APIError) -> None:
-    """The error as an HTTP answer, to a WebSocket upgrade too where the server can."""
+    """The error as an HTTP answer, to a WebSocket upgrade too where the server can (in
+    Anthropic's shape on the Messages API's routes)."""
     if scope["type"] == "http":
-        await error_response(error)(scope, receive, send)
+        answer = anthropic_error_response if speaks_messages(scope["path"]) else error_response
+        await answer(error)(scope, receive, send)
     elif "websocket.http.response" in scope.get("extensions", {}):
         await WebSocket(scope, receive, send).send_denial_response(error_response(error))
     else:

@@ -11,6 +11,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import APIError
 from ..errors import error_response
+from ..messages_errors import anthropic_error_response, speaks_messages
 
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
 
@@ -39,4 +40,5 @@ class JSONOnlyMiddleware:
             f"Unsupported content type {content_type or '(none)'!r}: send 'application/json'.",
             code="unsupported_media_type",
         )
-        await error_response(error)(scope, receive, send)
+        answer = anthropic_error_response if speaks_messages(scope["path"]) else error_response
+        await answer(error)(scope, receive, send)

@@ -18,16 +18,38 @@ from ..errors import RETRY_AFTER_SECONDS
 from ..json_response import JSONResponse
 from .common import service
 
+EPOCH = "1970-01-01T00:00:00Z"  # a configured model has no creation date of its own
+
 
 async def list_models(request: Request) -> Response:
     config = service(request).config
     if "client_version" in request.query_params:  # Codex asks for its own catalog
         return JSONResponse({"models": codex_catalog(config)})
+    if "anthropic-version" in request.headers:  # Anthropic's clients, in their shape
+        return JSONResponse(anthropic_catalog(config))
     data = [
         {"id": name, "object": "model", "created": 0, "owned_by": route.targets(name)[0].provider}
         for name, route in config.models.items()
     ]
     return JSONResponse({"object": "list", "data": data})
+
+
+def anthropic_catalog(config: GatewayConfig) -> dict[str, Any]:
+    """The configured models as Anthropic's ``GET /v1/models`` lists them (one page)."""
+    data: list[dict[str, Any]] = []
+    for name, listed in config.models.items():
+        model: dict[str, Any] = {
+            "type": "model",
+            "id": name,
+            "display_name": name,
+            "created_at": EPOCH,
+        }
+        model |= {"lifecycle": "active", "deprecated_at": None, "retires_at": None}
+        window = listed.context_window
+        model |= {"max_input_tokens": window} if window is not None else {}
+        data.append(model)
+    first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+    return {"data": data, "has_more": False, "first_id": first, "last_id": last}
 
 
 def codex_catalog(config: GatewayConfig) -> list[dict[str, Any]]:

@@ -1,0 +1,26 @@
+"""The Messages API (``POST /v1/messages``) as the gateway reads and answers it: a Messages
+request into the gateway's own stateless Responses turn, its answer and stream back."""
+
+from __future__ import annotations
+
+from .request import (
+    MessagesBody,
+    parse_messages_body,
+    stop_cut,
+    to_count_body,
+    to_responses_body,
+)
+from .response import to_message
+from .stream import MessagesStream
+from .thinking import ThinkingSeals
+
+__all__ = [
+    "MessagesBody",
+    "MessagesStream",
+    "ThinkingSeals",
+    "parse_messages_body",
+    "stop_cut",
+    "to_count_body",
+    "to_message",
+    "to_responses_body",
+]

@@ -1,0 +1,305 @@
+"""``POST /v1/messages`` bodies -> the gateway's own stateless Responses request. Pure.
+
+``system`` becomes ``instructions``; each message becomes input items (text, images and
+documents as input parts, ``tool_use`` as ``function_call``, ``tool_result`` as
+``function_call_output``, thinking through :class:`ThinkingSeals`); tools become function
+tools; ``max_tokens`` is ``max_output_tokens``; ``thinking`` is a reasoning effort. The turn
+is run with ``store: false``: a Messages client sends its whole conversation every time.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...errors import invalid_request
+from ..request_body import CreateResponseBody, InputTokensBody, check_create_body, validate_body
+from .thinking import ThinkingSeals
+
+Item = dict[str, Any]
+MIN_OUTPUT_TOKENS = 16  # the Responses floor; a smaller max_tokens is applied after checks
+_CLIENT_TOOL_TYPES = frozenset({None, "custom"})
+_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+
+class MessagesBody(BaseModel):
+    """The fields of a Messages request the gateway reads; others are let through unread
+    (``context_management``, ``service_tier``: the gateway decides those itself)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    model: str = Field(min_length=1)
+    max_tokens: int = Field(ge=1)
+    messages: list[Item]
+    system: str | list[Item] | None = None
+    metadata: dict[str, Any] | None = None
+    stop_sequences: list[str] | None = None
+    stream: bool = False
+    temperature: float | None = Field(default=None, ge=0, le=1)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    top_k: int | None = Field(default=None, ge=0)
+    tools: list[Item] | None = None
+    tool_choice: Item | None = None
+    thinking: Item | None = None
+    output_format: Item | None = None
+    output_config: Item | None = None
+    mcp_servers: list[Item] | None = None
+
+
+class CountTokensBody(MessagesBody):
+    """A count_tokens body: a Messages request without ``max_tokens``."""
+
+    max_tokens: int = Field(default=4096, ge=1)
+
+
+def parse_messages_body(raw: bytes, *, count: bool = False) -> MessagesBody:
+    """Validate a Messages body (a 400 naming the bad field)."""
+    return validate_body(CountTokensBody if count else MessagesBody, raw)
+
+
+def _text_of(system: str | list[Item] | None) -> str | None:
+    if system is None or isinstance(system, str):
+        return system or None
+    texts = []
+    for index, block in enumerate(system):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            raise invalid_request("system blocks must be text blocks.", param=f"system.{index}")
+        texts.append(str(block.get("text") or ""))
+    return "\n\n".join(texts) or None
+
+
+def _source(block: Item, param: str, media_types: frozenset[str]) -> str:
+    """An image's or a PDF's source as the data URL or https URL input parts take."""
+    source = block.get("source")
+    kind = source.get("type") if isinstance(source, dict) else None
+    if kind == "base64" and isinstance(source, dict):
+        media_type, data = source.get("media_type"), source.get("data")
+        if media_type not in media_types or not isinstance(data, str):
+            expected = ", ".join(sorted(media_types))
+            raise invalid_request(
+                f"Invalid source: media_type must be one of {expected} with base64 data.",
+                param=f"{param}.source",
+            )
+        return f"data:{media_type};base64,{data}"
+    if kind == "url" and isinstance(source, dict) and isinstance(source.get("url"), str):
+        return str(source["url"])
+    raise invalid_request(
+        f"Unsupported source type {kind!r}: use 'base64' or 'url'.", param=f"{param}.source"
+    )
+
+
+def _part(block: Item, param: str) -> Item:
+    """A user content block as a Responses input part."""
+    kind = block.get("type")
+    if kind == "text":
+        return {"type": "input_text", "text": str(block.get("text") or "")}
+    if kind == "image":
+        url = _source(block, param, _IMAGE_TYPES)
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+    if kind == "document":
+        source = block.get("source") or {}
+        if isinstance(source, dict) and source.get("type") == "text":
+            return {"type": "input_text", "text": str(source.get("data") or "")}
+        url = _source(block, param, frozenset({"application/pdf"}))
+        part: Item = {"type": "input_file"}
+        if url.startswith("data:"):
+            part["file_data"] = url
+            part["filename"] = str(block.get("title") or "document.pdf")
+        else:
+            part["file_url"] = url
+        return part
+    raise invalid_request(
+        f"Content blocks of type {kind!r} are not supported here.", param=f"{param}.type"
+    )
+
+
+def _tool_output(block: Item, param: str) -> Item:
+    content = block.get("content")
+    output: Any
+    if content is None or isinstance(content, str):
+        output = content or ""
+    elif isinstance(content, list):
+        output = [_part(part, f"{param}.content.{n}") for n, part in enumerate(content)]
+        if all(part["type"] == "input_text" for part in output):
+            output = "\n".join(part["text"] for part in output)
+    else:
+        raise invalid_request("tool_result content must be a string or blocks.", param=param)
+    return {
+        "type": "function_call_output",
+        "call_id": str(block.get("tool_use_id") or ""),
+        "output": output,
+    }
+
+
+def _blocks(content: Any, param: str) -> list[Item]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
+        raise invalid_request("content must be a string or a list of blocks.", param=param)
+    return content
+
+
+def _user_items(content: Any, param: str) -> list[Item]:
+    items: list[Item] = []
+    parts: list[Item] = []
+    for index, block in enumerate(_blocks(content, param)):
+        where = f"{param}.{index}"
+        if block.get("type") == "tool_result":
+            items.append(_tool_output(block, where))
+        elif block.get("type") != "text" or block.get("text"):
+            parts.append(_part(block, where))
+    if parts:  # the results answer the calls before; the text follows them
+        items.append({"type": "message", "role": "user", "content": parts})
+    return items
+
+
+def _assistant_items(content: Any, param: str, seals: ThinkingSeals) -> list[Item]:
+    items: list[Item] = []
+    for index, block in enumerate(_blocks(content, param)):
+        kind, where = block.get("type"), f"{param}.{index}"
+        if kind == "text":
+            if block.get("text"):
+                text = {"type": "output_text", "text": str(block["text"]), "annotations": []}
+                items.append({"type": "message", "role": "assistant", "content": [text]})
+        elif kind == "tool_use":
+            arguments = json.dumps(block.get("input") or {})
+            call = {"type": "function_call", "call_id": str(block.get("id") or "")}
+            items.append({**call, "name": str(block.get("name") or ""), "arguments": arguments})
+        elif kind in ("thinking", "redacted_thinking"):
+            items += seals.items(block, where)
+        else:
+            raise invalid_request(
+                f"Assistant content blocks of type {kind!r} are not supported here.",
+                param=f"{where}.type",
+            )
+    return items
+
+
+def input_items(messages: list[Item], seals: ThinkingSeals) -> list[Item]:
+    """The conversation as Responses input items."""
+    items: list[Item] = []
+    for index, message in enumerate(messages):
+        param = f"messages.{index}"
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "user":
+            items += _user_items(message.get("content"), f"{param}.content")
+        elif role == "assistant":
+            items += _assistant_items(message.get("content"), f"{param}.content", seals)
+        elif role == "system":  # Claude Code sends system reminders among the messages
+            blocks = _blocks(message.get("content"), f"{param}.content")
+            parts = [_part(block, f"{param}.content.{n}") for n, block in enumerate(blocks)]
+            items.append({"type": "message", "role": "system", "content": parts})
+        else:
+            raise invalid_request(
+                f"Unexpected role {role!r}: messages are 'user', 'assistant' or 'system'.",
+                param=f"{param}.role",
+            )
+    return items
+
+
+def _tools(tools: list[Item] | None) -> list[Item]:
+    made = []
+    for index, tool in enumerate(tools or []):
+        if tool.get("type") not in _CLIENT_TOOL_TYPES:
+            raise invalid_request(
+                f"Tools of type {tool.get('type')!r} are not supported through this gateway: "
+                "offer them as client tools with an input_schema.",
+                param=f"tools.{index}.type",
+            )
+        function: Item = {"type": "function", "name": tool.get("name"), "strict": False}
+        if tool.get("description"):
+            function["description"] = tool["description"]
+        function["parameters"] = tool.get("input_schema") or {"type": "object", "properties": {}}
+        made.append(function)
+    return made
+
+
+def _tool_choice(choice: Item | None) -> tuple[Any, bool]:
+    """The Responses ``tool_choice`` and ``parallel_tool_calls``."""
+    if choice is None:
+        return "auto", True
+    kind = choice.get("type")
+    parallel = not choice.get("disable_parallel_tool_use", False)
+    if kind == "tool":
+        return {"type": "function", "name": str(choice.get("name") or "")}, parallel
+    modes = {"auto": "auto", "any": "required", "none": "none"}
+    if kind not in modes:
+        raise invalid_request(f"Unknown tool_choice type {kind!r}.", param="tool_choice.type")
+    return modes[str(kind)], parallel
+
+
+def _effort(body: MessagesBody) -> str | None:
+    """``thinking`` as a reasoning effort: a budget below 4096 is low, below 16384 medium."""
+    thinking = body.thinking or {}
+    kind = thinking.get("type")
+    if kind == "adaptive":
+        effort = (body.output_config or {}).get("effort")
+        return effort if effort in ("low", "medium", "high") else "medium"
+    if kind != "enabled":
+        return None
+    budget = thinking.get("budget_tokens")
+    budget = budget if isinstance(budget, int) else 0
+    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
+
+
+def _format(body: MessagesBody) -> Item | None:
+    fmt = body.output_format or (body.output_config or {}).get("format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        return {"format": {"type": "json_schema", "name": "output", "schema": fmt.get("schema")}}
+    return None
+
+
+def responses_fields(body: MessagesBody, seals: ThinkingSeals) -> Item:
+    """The fields of the Responses request ``body`` asks for."""
+    if body.mcp_servers:
+        raise invalid_request(
+            "'mcp_servers' is not supported through this gateway.", param="mcp_servers"
+        )
+    choice, parallel = _tool_choice(body.tool_choice)
+    fields: Item = {
+        "model": body.model,
+        "input": input_items(body.messages, seals),
+        "store": False,
+        "stream": body.stream,
+        "tools": _tools(body.tools),
+        "tool_choice": choice,
+        "parallel_tool_calls": parallel,
+        "max_output_tokens": max(body.max_tokens, MIN_OUTPUT_TOKENS),
+    }
+    optional = {
+        "instructions": _text_of(body.system),
+        "temperature": body.temperature,
+        "top_p": body.top_p,
+        "text": _format(body),
+    }
+    fields.update({key: value for key, value in optional.items() if value is not None})
+    if (effort := _effort(body)) is not None:
+        fields["reasoning"] = {"effort": effort, "summary": "auto"}
+    user = (body.metadata or {}).get("user_id")
+    if isinstance(user, str) and user:
+        fields["user"] = user[:256]
+    return fields
+
+
+def to_responses_body(body: MessagesBody, seals: ThinkingSeals) -> CreateResponseBody:
+    """The turn to run for ``body`` (``max_tokens`` below the Responses floor kept)."""
+    made = check_create_body(CreateResponseBody.model_validate(responses_fields(body, seals)))
+    made.max_output_tokens = body.max_tokens
+    return made
+
+
+def to_count_body(body: MessagesBody, seals: ThinkingSeals) -> InputTokensBody:
+    """The input-token count ``body`` asks for."""
+    return check_create_body(InputTokensBody.model_validate(responses_fields(body, seals)))
+
+
+def stop_cut(text: str, sequences: list[str] | None) -> tuple[str, str | None]:
+    """``text`` up to the first stop sequence in it, and that sequence (``None``: none)."""
+    found: tuple[int, str] | None = None
+    for sequence in sequences or ():
+        at = text.find(sequence) if sequence else -1
+        if at >= 0 and (found is None or at < found[0]):
+            found = (at, sequence)
+    return (text, None) if found is None else (text[: found[0]], found[1])

@@ -1,0 +1,96 @@
+"""``/v1/messages`` and ``/v1/messages/count_tokens``: Anthropic's Messages API in front of
+every configured model, each request run as one unstored turn (see
+:mod:`gateway.api.messages`); its errors in Anthropic's shape."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ...api.messages import (
+    MessagesBody,
+    MessagesStream,
+    ThinkingSeals,
+    parse_messages_body,
+    to_count_body,
+    to_message,
+    to_responses_body,
+)
+from ...observability.request_log import note_failed_request
+from ...turn.events import StreamEvent
+from ..json_response import EventStream, JSONResponse
+from ..messages_errors import anthropic_error_response, as_api_error
+from .common import project, read_body, service
+
+
+def _seals(request: Request, body: MessagesBody) -> ThinkingSeals:
+    svc = service(request)
+    claude = [
+        route.deployment
+        for route in svc.config.routes(body.model)
+        if route.provider.wire_api == "anthropic"
+    ]
+    return ThinkingSeals(svc.sealer, project(request), body.model, claude)
+
+
+def _anthropic_errors(
+    handler: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    async def answer(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except Exception as error:
+            return anthropic_error_response(as_api_error(error))
+
+    return answer
+
+
+async def _translated(
+    events: AsyncIterator[list[StreamEvent]], stream: MessagesStream
+) -> AsyncIterator[list[StreamEvent]]:
+    async for batch in events:
+        made = [
+            StreamEvent(kind, orjson.dumps(data))
+            for event in batch
+            for kind, data in stream.event(orjson.loads(event.data))
+        ]
+        if made:
+            yield made
+
+
+@_anthropic_errors
+async def create_message(request: Request) -> Response:
+    svc = service(request)
+    body = parse_messages_body(await read_body(request))
+    seals = _seals(request, body)
+    turn = to_responses_body(body, seals)
+    try:
+        if body.stream:
+            events = await svc.stream(turn, project(request))
+            return EventStream(
+                _translated(events, MessagesStream(body.model, seals, body.stop_sequences))
+            )
+        answer = await svc.respond(turn, project(request))
+    except Exception:
+        note_failed_request(project(request), body.model)
+        raise
+    return JSONResponse(to_message(answer, body.model, seals, body.stop_sequences))
+
+
+@_anthropic_errors
+async def count_tokens(request: Request) -> Response:
+    svc = service(request)
+    body = parse_messages_body(await read_body(request), count=True)
+    counted = to_count_body(body, _seals(request, body))
+    tokens = await svc.count_input_tokens(counted, project(request))
+    return JSONResponse({"input_tokens": tokens})
+
+
+routes = [
+    Route("/v1/messages", create_message, methods=["POST"]),
+    Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+]
