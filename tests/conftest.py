@@ -23,6 +23,7 @@ from .adapter_targets import (
     open_target,
     postgres_base,
 )
+from .fake_anthropic import FakeAnthropic
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream
 from .servers import serve
 
@@ -151,6 +152,14 @@ def gateway_config(upstream_url: str, db_path: Path, **overrides: Any) -> Gatewa
 @pytest.fixture(scope="session")
 def fake_upstream() -> Iterator[tuple[FakeUpstream, str]]:
     fake = FakeUpstream()
+    with serve(fake.app) as url:
+        yield fake, url
+
+
+@pytest.fixture(scope="module")
+def anthropic_upstream() -> Iterator[tuple[FakeAnthropic, str]]:
+    """A strict fake of Anthropic's Messages API, one per test module."""
+    fake = FakeAnthropic()
     with serve(fake.app) as url:
         yield fake, url
 

@@ -27,7 +27,6 @@ from openai import AsyncOpenAI
 
 from .fake_anthropic import AnthropicReply, FakeAnthropic
 from .fake_upstream import FakeUpstream, Reply
-from .servers import serve
 from .tool_wires import MODELS, PNG, SCREENSHOT, Wires, wires_gateway
 
 pytestmark = [pytest.mark.anyio, pytest.mark.system]
@@ -109,13 +108,6 @@ CALLS = {
     "apply_patch": ("apply_patch", {"type": "create_file", "path": "a.txt", "diff": "+hi\n"}),
     "computer": ("computer", {"type": "click", "x": 3, "y": 4, "button": "left"}),
 }
-
-
-@pytest.fixture(scope="module")
-def anthropic_upstream() -> Iterator[tuple[FakeAnthropic, str]]:
-    fake = FakeAnthropic()
-    with serve(fake.app) as url:
-        yield fake, url
 
 
 @pytest.fixture

@@ -32,13 +32,6 @@ WEATHER = {
 }
 
 
-@pytest.fixture(scope="module")
-def anthropic_upstream() -> Iterator[tuple[FakeAnthropic, str]]:
-    fake = FakeAnthropic()
-    with serve(fake.app) as url:
-        yield fake, url
-
-
 @pytest.fixture
 def claude(
     anthropic_upstream: tuple[FakeAnthropic, str],

@@ -16,7 +16,6 @@ import pytest
 
 from .fake_anthropic import AnthropicReply, FakeAnthropic
 from .fake_upstream import FakeUpstream, Reply
-from .servers import serve
 from .tool_wires import MODELS, PNG, SCREENSHOT, Wires, wires_gateway
 
 pytestmark = [pytest.mark.api]
@@ -104,13 +103,6 @@ CASES = {
         "image",
     ),
 }
-
-
-@pytest.fixture(scope="module")
-def anthropic_upstream() -> Iterator[tuple[FakeAnthropic, str]]:
-    fake = FakeAnthropic()
-    with serve(fake.app) as url:
-        yield fake, url
 
 
 @pytest.fixture

@@ -66,20 +66,13 @@ class Messages:
             client.close()
 
 
-@pytest.fixture(scope="module")
-def claude_upstream() -> Iterator[tuple[FakeAnthropic, str]]:
-    fake = FakeAnthropic()
-    with serve(fake.app) as url:
-        yield fake, url
-
-
 @pytest.fixture
 def messages(
-    claude_upstream: tuple[FakeAnthropic, str],
+    anthropic_upstream: tuple[FakeAnthropic, str],
     fake_upstream: tuple[FakeUpstream, str],
     tmp_path: Path,
 ) -> Iterator[Messages]:
-    claude, claude_url = claude_upstream
+    claude, claude_url = anthropic_upstream
     claude.reset()
     chat, chat_url = fake_upstream
     config = parse_config(

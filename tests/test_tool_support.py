@@ -89,13 +89,6 @@ def expected(kind: str, wire: str) -> str:
     return "function" if kind in FUNCTIONS else "400"
 
 
-@pytest.fixture(scope="module")
-def anthropic_upstream() -> Iterator[tuple[FakeAnthropic, str]]:
-    fake = FakeAnthropic()
-    with serve(fake.app) as url:
-        yield fake, url
-
-
 @pytest.fixture
 def wires(
     fake_upstream: tuple[FakeUpstream, str],

@@ -16,7 +16,6 @@ from .conftest import Gateway
 from .fake_anthropic import ANTHROPIC_KEY, AnthropicReply, FakeAnthropic
 from .fake_search import FakeSearch
 from .fake_upstream import UPSTREAM_KEY, FakeUpstream, Reply
-from .servers import serve
 from .test_background import poll
 from .test_websocket import turn
 from .web_search_gateway import fake_searches, search, search_gateway, tool_messages
@@ -30,13 +29,6 @@ SOURCES = "web_search_call.action.sources"
 def searxng() -> Iterator[tuple[FakeSearch, str]]:
     with fake_searches() as served:
         yield served["searxng"]
-
-
-@pytest.fixture(scope="module")
-def anthropic_upstream() -> Iterator[tuple[FakeAnthropic, str]]:
-    fake = FakeAnthropic()
-    with serve(fake.app) as url:
-        yield fake, url
 
 
 @pytest.fixture
