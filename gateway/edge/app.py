@@ -39,7 +39,15 @@ from .middleware import (
     JSONOnlyMiddleware,
     ObserveMiddleware,
 )
-from .routes import agent_store, console, conversations, meta, responses, websocket
+from .routes import (
+    agent_store,
+    chat_completions,
+    console,
+    conversations,
+    meta,
+    responses,
+    websocket,
+)
 from .socket_limits import OpenSockets
 
 logger = logging.getLogger("gateway")
@@ -183,6 +191,7 @@ def create_app(
     routes = [
         *responses.routes,
         WebSocketRoute("/v1/responses", websocket.responses_socket),
+        *chat_completions.routes,
         *conversations.routes,
         *agent_store.routes,
         *meta.routes,
