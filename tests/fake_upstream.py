@@ -349,19 +349,18 @@ class FakeUpstream:
             for n, (cid, name, args) in enumerate(reply.tool_calls)
         ]
         incomplete = reply.finish_reason == "length"
-        response = {
+        usage: dict[str, Any] = {"input_tokens": 5, "output_tokens": 4, "total_tokens": 9}
+        if reply.reasoning:  # a reasoning model counts its thinking
+            usage["input_tokens_details"] = {"cached_tokens": 2}
+            usage["output_tokens_details"] = {"reasoning_tokens": 3}
+        response: dict[str, Any] = {
             "id": "resp_upstream_1",
             "object": "response",
             "status": "incomplete" if incomplete else "completed",
             "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
             "output": output,
-            "usage": {"input_tokens": 5, "output_tokens": 4, "total_tokens": 9},
+            "usage": usage,
         }
-        if reply.reasoning:  # a reasoning model counts its thinking
-            response["usage"] |= {
-                "input_tokens_details": {"cached_tokens": 2},
-                "output_tokens_details": {"reasoning_tokens": 3},
-            }
         if not body.get("stream"):
             if reply.gate is not None:
                 await asyncio.to_thread(reply.gate.wait, 60)

@@ -66,8 +66,14 @@ class ChatGateway:
         """The last body the model's upstream received."""
         return self.claude.last if model == "claude" else self.fake.last
 
-    def script(self, model: str, *, text: str | None = None, reasoning: str | None = None,
-               calls: list[tuple[str, str, dict[str, Any]]] = ()) -> None:  # fmt: skip
+    def script(
+        self,
+        model: str,
+        *,
+        text: str | None = None,
+        reasoning: str | None = None,
+        calls: tuple[tuple[str, str, dict[str, Any]], ...] = (),
+    ) -> None:
         """One scripted answer for ``model``'s upstream."""
         if model == "claude":
             self.claude.script(AnthropicReply(text=text, thinking=reasoning, tool_uses=list(calls)))
@@ -232,7 +238,7 @@ def test_a_stream_ends_with_the_usage_chunk_and_done(chat: ChatGateway, model: s
 def test_a_tool_call_round_trip(chat: ChatGateway, model: str, stream: bool) -> None:
     client = chat.client()
     messages: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
-    chat.script(model, calls=[("call_1", "get_weather", {"city": "Paris"})])
+    chat.script(model, calls=(("call_1", "get_weather", {"city": "Paris"}),))
     options: dict[str, Any] = {"tools": [WEATHER], "tool_choice": "auto"}
     if stream:
         calls: dict[int, dict[str, Any]] = {}
