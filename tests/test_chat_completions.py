@@ -566,3 +566,36 @@ def test_usage_counts_by_key_and_a_project_sees_only_its_own(chat: ChatGateway) 
     assert usage(TEAM_A)["totals"]["requests"] == 2
     theirs = usage(TEAM_B)
     assert theirs["totals"]["requests"] == 0 and theirs["groups"] == []
+
+
+def test_a_part_a_wire_cannot_carry_is_a_400_naming_the_message(chat: ChatGateway) -> None:
+    file = {"type": "file", "file": {"file_id": "file-abc", "filename": "a.pdf"}}
+    body = {
+        "model": "chat-model",
+        "messages": [
+            {"role": "system", "content": "Read it."},
+            {"role": "user", "content": [{"type": "text", "text": "Summarise:"}, file]},
+        ],
+    }
+    answer = chat.post(body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["param"] == "messages[1].content[1]"
+    assert answer.json()["error"]["code"] == "unsupported_input"
+    assert chat.fake.requests == []
+
+
+def test_a_stream_cut_upstream_ends_in_an_error_the_sdk_raises(chat: ChatGateway) -> None:
+    chat.fake.script(Reply(text="one two three four five six", break_after=3))
+    body = {"model": "chat-model", "messages": [{"role": "user", "content": "go"}], "stream": True}
+    answer = chat.post(body)
+    lines = [line for line in answer.text.splitlines() if line]
+    assert lines[-1] == "data: [DONE]"
+    error = json.loads(lines[-2].removeprefix("data: "))["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["type"] == "server_error"
+    chat.fake.script(Reply(text="one two three four five six", break_after=3))
+    stream = chat.client().chat.completions.create(
+        model="chat-model", messages=[{"role": "user", "content": "go"}], stream=True
+    )
+    with pytest.raises(openai.APIError):
+        list(stream)
