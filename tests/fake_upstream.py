@@ -335,12 +335,31 @@ class FakeUpstream:
             "status": "completed",
             "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
         }
-        response = {
+        said = reply.text is not None or not (reply.tool_calls or reply.reasoning)
+        output = [*self._reasoning_items(reply), *([item] if said else [])]
+        output += [
+            {
+                "id": f"fc_upstream_{n}",
+                "type": "function_call",
+                "status": "completed",
+                "call_id": cid,
+                "name": name,
+                "arguments": args,
+            }
+            for n, (cid, name, args) in enumerate(reply.tool_calls)
+        ]
+        incomplete = reply.finish_reason == "length"
+        usage: dict[str, Any] = {"input_tokens": 5, "output_tokens": 4, "total_tokens": 9}
+        if reply.reasoning:  # a reasoning model counts its thinking
+            usage["input_tokens_details"] = {"cached_tokens": 2}
+            usage["output_tokens_details"] = {"reasoning_tokens": 3}
+        response: dict[str, Any] = {
             "id": "resp_upstream_1",
             "object": "response",
-            "status": "completed",
-            "output": [item],
-            "usage": {"input_tokens": 5, "output_tokens": 4, "total_tokens": 9},
+            "status": "incomplete" if incomplete else "completed",
+            "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+            "output": output,
+            "usage": usage,
         }
         if not body.get("stream"):
             if reply.gate is not None:
@@ -351,49 +370,10 @@ class FakeUpstream:
                 "type": "response.created",
                 "response": {**response, "status": "in_progress", "output": []},
             },
-            {
-                "type": "response.output_item.added",
-                "output_index": 0,
-                "item": {**item, "content": [], "status": "in_progress"},
-            },
-            {
-                "type": "response.content_part.added",
-                "item_id": "msg_upstream_1",
-                "output_index": 0,
-                "content_index": 0,
-                "part": {"type": "output_text", "text": "", "annotations": []},
-            },
         ]
-        for piece in reply.pieces(reply.text or ""):
-            events.append(
-                {
-                    "type": "response.output_text.delta",
-                    "item_id": "msg_upstream_1",
-                    "output_index": 0,
-                    "content_index": 0,
-                    "delta": piece,
-                    "logprobs": [],
-                }
-            )
-        events += [
-            {
-                "type": "response.output_text.done",
-                "item_id": "msg_upstream_1",
-                "output_index": 0,
-                "content_index": 0,
-                "text": reply.text,
-                "logprobs": [],
-            },
-            {
-                "type": "response.content_part.done",
-                "item_id": "msg_upstream_1",
-                "output_index": 0,
-                "content_index": 0,
-                "part": item["content"][0],
-            },
-            {"type": "response.output_item.done", "output_index": 0, "item": item},
-            {"type": "response.completed", "response": response},
-        ]
+        for index, done in enumerate(output):
+            events += self._item_events(reply, index, done)
+        events.append({"type": f"response.{response['status']}", "response": response})
 
         async def stream() -> AsyncIterator[bytes]:
             for number, event in enumerate(events):
@@ -404,6 +384,84 @@ class FakeUpstream:
                 yield f"event: {event['type']}\ndata: {data}\n\n".encode()
 
         return StreamingResponse(stream(), media_type="text/event-stream")
+
+    @staticmethod
+    def _reasoning_items(reply: Reply) -> list[dict[str, Any]]:
+        """A reasoning model's summary of its thinking, as OpenAI's Responses API gives it."""
+        if not reply.reasoning:
+            return []
+        summary = [{"type": "summary_text", "text": reply.reasoning}]
+        return [{"id": "rs_upstream_1", "type": "reasoning", "summary": summary}]
+
+    @staticmethod
+    def _item_events(reply: Reply, index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
+        """The stream events of one output item: added, its deltas, done."""
+        at = {"item_id": item["id"], "output_index": index}
+        kind = item["type"]
+        opened = {**item, "status": "in_progress"}
+        if kind == "message":
+            opened["content"] = []
+        elif kind == "function_call":
+            opened["arguments"] = ""
+        else:
+            opened["summary"] = []
+        events = [{"type": "response.output_item.added", "output_index": index, "item": opened}]
+        if kind == "message":
+            part = item["content"][0]
+            text = part["text"] or ""
+            events.append(
+                {
+                    "type": "response.content_part.added",
+                    **at,
+                    "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []},
+                }
+            )
+            for piece in reply.pieces(text):
+                events.append(
+                    {
+                        "type": "response.output_text.delta",
+                        **at,
+                        "content_index": 0,
+                        "delta": piece,
+                        "logprobs": [],
+                    }
+                )
+            events += [
+                {
+                    "type": "response.output_text.done",
+                    **at,
+                    "content_index": 0,
+                    "text": text,
+                    "logprobs": [],
+                },
+                {"type": "response.content_part.done", **at, "content_index": 0, "part": part},
+            ]
+        elif kind == "function_call":
+            for piece in reply.pieces(item["arguments"], 2):
+                events.append(
+                    {"type": "response.function_call_arguments.delta", **at, "delta": piece}
+                )
+            events.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    **at,
+                    "arguments": item["arguments"],
+                }
+            )
+        else:
+            text = item["summary"][0]["text"]
+            for piece in reply.pieces(text):
+                events.append(
+                    {
+                        "type": "response.reasoning_summary_text.delta",
+                        **at,
+                        "summary_index": 0,
+                        "delta": piece,
+                    }
+                )
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+        return events
 
     @property
     def app(self) -> Starlette:

@@ -41,7 +41,16 @@ from .middleware import (
     ObserveMiddleware,
     UncaughtMiddleware,
 )
-from .routes import agent_store, console, conversations, messages, meta, responses, websocket
+from .routes import (
+    agent_store,
+    chat_completions,
+    console,
+    conversations,
+    messages,
+    meta,
+    responses,
+    websocket,
+)
 from .socket_limits import OpenSockets
 
 SWEEP_INTERVAL_SECONDS = 60.0
@@ -192,6 +201,7 @@ def create_app(
         *responses.routes,
         *messages.routes,
         WebSocketRoute("/v1/responses", websocket.responses_socket),
+        *chat_completions.routes,
         *conversations.routes,
         *agent_store.routes,
         *meta.routes,

@@ -302,6 +302,10 @@ _PARAMETERS = (
     ("safety_identifier", "safety_identifier"),
     ("service_tier", "service_tier"),
     ("prompt_cache_key", "prompt_cache_key"),
+    # Chat's own, which a Chat Completions client sends and a Responses body carries as is
+    ("stop", "stop"),
+    ("seed", "seed"),
+    ("logit_bias", "logit_bias"),
 )
 
 

@@ -1,0 +1,17 @@
+"""The inbound Chat Completions API: ``POST /v1/chat/completions`` bodies validated and
+translated into the gateway's own Responses-shaped turn, and the turn's answer (or its
+stream events) translated back into a ``chat.completion`` (or its chunks). Pure: no I/O."""
+
+from .body import ChatCompletionBody, parse_chat_body
+from .chunks import ChunkTranslator
+from .completion import chat_completion
+from .request import ChatTurn, to_turn
+
+__all__ = [
+    "ChatCompletionBody",
+    "ChatTurn",
+    "ChunkTranslator",
+    "chat_completion",
+    "parse_chat_body",
+    "to_turn",
+]

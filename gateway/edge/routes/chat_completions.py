@@ -1,0 +1,91 @@
+"""``POST /v1/chat/completions``: Chat Completions clients reach every configured model.
+
+The request becomes one stateless turn (``store: false``) of the turn service, which
+routes, retries, limits, meters and counts it like any other; its answer (or its stream of
+events) goes back as a ``chat.completion`` (or ``chat.completion.chunk`` server-sent events
+ending in ``data: [DONE]``). Errors name the Chat request's own params.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from ...api.chat import ChatTurn, ChunkTranslator, chat_completion, parse_chat_body, to_turn
+from ...errors import APIError
+from ...observability.request_log import note_failed_request
+from ...turn.events import StreamEvent
+from ...upstream import UnsupportedInput
+from ..errors import from_upstream_error
+from ..json_response import SSE_HEADERS, JSONResponse
+from .common import project, read_body, service
+
+DONE = b"data: [DONE]\n\n"
+
+
+class ChunkStream(Response):
+    """Chat chunks as server-sent events (``data:`` lines alone), as they come."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self, chunks: AsyncIterator[bytes]) -> None:
+        self.status_code = 200
+        self.background = None
+        self._chunks = chunks
+        self.init_headers(SSE_HEADERS)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
+        await send(start)
+        async for chunk in self._chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _chunks(events: AsyncIterator[list[StreamEvent]], turn: ChatTurn) -> AsyncIterator[bytes]:
+    translator = ChunkTranslator(
+        turn.model, include_usage=turn.include_usage, logprobs=turn.logprobs
+    )
+    async for batch in events:
+        framed = [
+            b"data: %s\n\n" % orjson.dumps(chunk)
+            for event in batch
+            for chunk in translator.event(orjson.loads(event.data))
+        ]
+        if framed:
+            yield b"".join(framed)
+    if not translator.ended:  # a stream cut short says so before it ends
+        cut = {"type": "error", "message": "The answer ended before it was complete."}
+        yield b"data: %s\n\n" % orjson.dumps(translator.event(cut)[0])
+    yield DONE
+
+
+async def create_chat_completion(request: Request) -> Response:
+    chat = parse_chat_body(await read_body(request))
+    turn = to_turn(chat)
+    svc, caller = service(request), project(request)
+    try:
+        if turn.body.stream:
+            return ChunkStream(_chunks(await svc.stream(turn.body, caller), turn))
+        answer = await svc.respond(turn.body, caller)
+        return JSONResponse(chat_completion(answer, turn.model, logprobs=turn.logprobs))
+    except UnsupportedInput as error:
+        note_failed_request(caller, chat.model)
+        refused = from_upstream_error(error)
+        refused.param = turn.chat_param(refused.param)
+        raise refused from None
+    except APIError as error:
+        note_failed_request(caller, chat.model)
+        error.param = turn.chat_param(error.param)
+        raise
+    except Exception:
+        note_failed_request(caller, chat.model)
+        raise
+
+
+routes = [Route("/v1/chat/completions", create_chat_completion, methods=["POST"])]
