@@ -117,7 +117,7 @@ class ResponsesService:
         try:
             await self.store.record_usage(record)
         except SessionError as error:
-            logger.warning("the usage of a compaction was not history_count: %s", error.message)
+            logger.warning("the usage of a compaction was not recorded: %s", error.message)
 
     async def compact(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
         """``POST /v1/responses/compact``: the compacted window of the request's context."""
