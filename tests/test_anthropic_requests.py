@@ -12,7 +12,7 @@ import pytest
 
 from .conftest import Gateway
 from .fake_anthropic import AnthropicReply, FakeAnthropic
-from .test_anthropic_wire import WEATHER, anthropic_upstream, claude  # noqa: F401
+from .test_anthropic_wire import WEATHER, claude  # noqa: F401
 
 pytestmark = [pytest.mark.api]
 
