@@ -43,6 +43,7 @@ from .config_sections import (
     url_problem,
 )
 from .routing_settings import RoutingSettings
+from .web_search_settings import WebSearchSettings
 
 __all__ = [
     "ANTHROPIC_BASE_URL",
@@ -107,6 +108,7 @@ class GatewayConfig(BaseModel):
     default_provider: str | None = None
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)
     _routes: dict[str, list[Route]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")

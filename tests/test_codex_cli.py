@@ -12,14 +12,16 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from .fake_search import FakeSearch
 from .fake_upstream import FakeUpstream, Reply
-from .servers import REPO, start_instance
+from .servers import REPO, serve, start_instance
 
 pytestmark = [pytest.mark.system]
 
@@ -72,10 +74,14 @@ def tell(request: pytest.FixtureRequest, message: str) -> None:
         print(f"\n[tests] {message}", file=sys.stderr, flush=True)
 
 
-@pytest.fixture
-def codex_gateway(
-    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
+@contextmanager
+def gateway_for_codex(
+    fake_upstream: tuple[FakeUpstream, str],
+    tmp_path: Path,
+    codex_search: str = "disabled",
+    **settings: Any,
 ) -> Iterator[tuple[str, Path, FakeUpstream]]:
+    """A gateway process for a chat model and a Codex home pointed at it."""
     fake, upstream_url = fake_upstream
     config = tmp_path / "gateway.yaml"
     config.write_text(
@@ -86,6 +92,7 @@ def codex_gateway(
                     "fake": {"wire_api": "chat_completions", "base_url": f"{upstream_url}/v1"}
                 },
                 "models": {"chat-model": {"provider": "fake"}},
+                **settings,
             }
         )
     )
@@ -95,7 +102,7 @@ def codex_gateway(
     (home / "config.toml").write_text(
         'model = "chat-model"\n'
         'model_provider = "gateway"\n'
-        'web_search = "disabled"\n'  # no one runs web search for this model
+        f'web_search = "{codex_search}"\n'
         "[model_providers.gateway]\n"
         'name = "gateway"\n'
         f'base_url = "{url}/v1"\n'
@@ -107,6 +114,15 @@ def codex_gateway(
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@pytest.fixture
+def codex_gateway(
+    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path
+) -> Iterator[tuple[str, Path, FakeUpstream]]:
+    # No search backend: web search is off, as no one runs it for this model.
+    with gateway_for_codex(fake_upstream, tmp_path) as made:
+        yield made
 
 
 def run_codex(codex: str, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -164,3 +180,26 @@ def test_codex_compacts_and_keeps_going(
     after = fake.last
     assert SUMMARY in user_texts(after)  # the summary stands in for the old turns
     assert not any(m.get("content") == "I will remember 42." for m in after["messages"])
+
+
+@pytest.mark.parametrize("mode", ["live", "cached"])
+def test_codex_searches_the_web_through_the_gateway_on_a_chat_model(
+    codex: str, fake_upstream: tuple[FakeUpstream, str], tmp_path: Path, mode: str
+) -> None:
+    searxng = FakeSearch("searxng")
+    with serve(searxng.app) as search_url:
+        settings = {"web_search": {"backends": [{"kind": "searxng", "url": search_url}]}}
+        with gateway_for_codex(fake_upstream, tmp_path, mode, **settings) as (_, home, fake):
+            arguments = '{"query": "paris weather"}'
+            fake.script(
+                Reply(tool_calls=[("c1", "web_search", arguments)], finish_reason="tool_calls"),
+                Reply(text="Sunny in Paris, 21 C [1]."),
+            )
+            ran = run_codex(codex, home, "What is the weather in Paris? Search the web.")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "Sunny in Paris, 21 C [1]." in ran.stdout
+    assert [r["params"]["q"] for r in searxng.requests] == ["paris weather"]
+    first, second = fake.requests[-2:]
+    assert "web_search" in [t["function"]["name"] for t in first["tools"]]
+    (result,) = [m for m in second["messages"] if m["role"] == "tool"]
+    assert "Paris weather" in result["content"]

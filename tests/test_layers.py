@@ -24,6 +24,7 @@ LAYERS = {
     "sealing": 0,
     "routing_settings": 0,
     "config_sections": 0,
+    "web_search_settings": 0,
     "config_problems": 0,
     "url_prefixes": 0,
     "upstream": 1,

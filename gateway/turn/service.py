@@ -52,6 +52,7 @@ from ..upstream import (
 from ..upstream.addresses import Resolver
 from ..upstream.base import Replay, UpstreamStream
 from ..upstream.errors import CONTEXT_LENGTH_EXCEEDED, is_context_overflow
+from ..upstream.hosted import with_hosted
 from ..upstream.mcp import McpUpstream, has_mcp, holds_mcp, scrubbed
 from ..upstream.tool_support import check_tools
 from .background import BackgroundTurns
@@ -173,7 +174,7 @@ class ResponsesService:
         the previous one has appended its items.
         """
         route = self.upstreams.route(body.model)
-        check_tools(body.tools, body.model, self.upstreams.providers(body.model))
+        check_tools(body.tools, body.model, self.upstreams.providers(body.model), self.config)
         async with AsyncExitStack() as stack:
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))
@@ -215,6 +216,8 @@ class ResponsesService:
                 request, history_count = shorter or (request, history_count)
             await self.upstreams.cooldowns.refresh()
             upstream = self.upstreams.routed(body.model, project)
+            # web search (and any other kind of the hosted loop), inside the MCP loop
+            upstream = with_hosted(upstream, self.config, route.provider, request)
             if route.provider.mcp_runner() == "gateway" and (
                 has_mcp(request.get("tools"))
                 or holds_mcp(request["input"], len(snapshot.input), types)

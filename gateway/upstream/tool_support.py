@@ -1,8 +1,9 @@
 """Who serves each tool a request hands the model, decided per provider in one place.
 
 A tool is passed to the upstream natively (a Responses provider runs it: every type by
-default, ``native_tools`` to name them), run by the gateway (``mcp`` today: each kind the
-gateway runs is one entry of :data:`GATEWAY_RUN`), or translated into a function the
+default, ``native_tools`` to name them), run by the gateway (``mcp``, and ``web_search``
+when ``web_search.backends`` are configured: each kind the gateway runs is one entry of
+:data:`GATEWAY_RUN`), or translated into a function the
 client executes (``function``, ``custom``, ``namespace`` and the built-in client tools of
 :mod:`.builtin_tools`). A tool none of these serves is a 400 naming it, before anything is
 stored or sent: never dropped.
@@ -14,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
+from ..config import GatewayConfig
 from ..config_sections import ProviderSettings
 from ..errors import APIError, invalid_request
 from .builtin_tools import for_tool
@@ -23,19 +25,37 @@ Serving = Literal["upstream", "gateway", "client"]
 
 # Tools every wire offers the model as functions (a Responses upstream takes them as they are).
 CLIENT_FUNCTIONS = frozenset({"function", "custom", "namespace"})
-# The kinds the gateway runs itself, and for which providers.
-GATEWAY_RUN: Mapping[str, Callable[[ProviderSettings], bool]] = MappingProxyType(
-    {"mcp": lambda provider: provider.mcp_runner() == "gateway"}
+WEB_SEARCH_TYPES = (
+    "web_search",
+    "web_search_2025_08_26",
+    "web_search_preview",
+    "web_search_preview_2025_03_11",
 )
 
 
-def serving(provider: ProviderSettings, tool: Item) -> Serving | None:
+def _searches_here(kind: str) -> Callable[[ProviderSettings, GatewayConfig], bool]:
+    def searches(provider: ProviderSettings, config: GatewayConfig) -> bool:
+        return config.web_search.configured and not provider.runs_natively(kind)
+
+    return searches
+
+
+# The kinds the gateway runs itself, and for which providers (given the configuration).
+GATEWAY_RUN: Mapping[str, Callable[[ProviderSettings, GatewayConfig], bool]] = MappingProxyType(
+    {
+        "mcp": lambda provider, config: provider.mcp_runner() == "gateway",
+        **{kind: _searches_here(kind) for kind in WEB_SEARCH_TYPES},
+    }
+)
+
+
+def serving(provider: ProviderSettings, tool: Item, config: GatewayConfig) -> Serving | None:
     """Who serves ``tool`` for ``provider``'s model; ``None``: no one."""
     kind = tool.get("type")
     if kind in CLIENT_FUNCTIONS:
         return "client"
     runs_here = GATEWAY_RUN.get(str(kind))
-    if runs_here is not None and runs_here(provider):
+    if runs_here is not None and runs_here(provider, config):
         return "gateway"
     if provider.wire_api == "responses":
         return "upstream" if provider.runs_natively(str(kind)) else None
@@ -60,12 +80,14 @@ def unsupported_tool(tool: Item, index: int, model: str) -> APIError:
     )
 
 
-def check_tools(tools: Any, model: str, providers: Iterable[ProviderSettings]) -> None:
+def check_tools(
+    tools: Any, model: str, providers: Iterable[ProviderSettings], config: GatewayConfig
+) -> None:
     """A 400 for the first tool of ``tools`` that one of ``providers`` (every provider the
     turn may reach) would not serve."""
     if not isinstance(tools, list):
         return
     for provider in providers:
         for index, tool in enumerate(tools):
-            if isinstance(tool, dict) and serving(provider, tool) is None:
+            if isinstance(tool, dict) and serving(provider, tool, config) is None:
                 raise unsupported_tool(tool, index, model)
