@@ -11,7 +11,7 @@ import pytest
 
 from .conftest import Gateway
 from .fake_search import FakeSearch
-from .fake_upstream import FakeUpstream
+from .fake_upstream import FakeUpstream, Reply
 from .mcp_gateway import ROLL, call, dice_tool
 from .mcp_server import McpServer
 from .web_search_gateway import fake_searches, search, search_gateway, tool_messages
@@ -75,3 +75,25 @@ def test_one_max_tool_calls_counts_mcp_calls_and_searches_alike(
         assert "web_search" in {tool["function"]["name"] for tool in second["tools"]}
         assert "tools" not in third  # two calls made: the functions are no longer offered
         assert [m["tool_call_id"] for m in tool_messages(third)] == ["c1", "c2"]
+
+
+def test_a_search_beyond_max_tool_calls_is_ignored_as_an_mcp_call_is(
+    both: Gateway, searxng: tuple[FakeSearch, str]
+) -> None:
+    """Two searches at once with room for one: the second is not run, not shown and not
+    read back, as for MCP calls."""
+    searxng[0].reset()
+    two = Reply(
+        tool_calls=[("c1", "web_search", '{"query": "a"}'), ("c2", "web_search", '{"query": "b"}')],
+        finish_reason="tool_calls",
+    )
+    both.fake.script(two, Reply(text="Found it."))
+    response = both.client().responses.create(
+        model="chat-model",
+        input="look twice",
+        tools=[{"type": "web_search"}],
+        max_tool_calls=1,
+    )
+    assert [item.type for item in response.output] == ["web_search_call", "message"]
+    assert len(searxng[0].requests) == 1
+    assert [m["tool_call_id"] for m in tool_messages(both.fake.last)] == ["c1"]
