@@ -52,8 +52,8 @@ from ..upstream import (
 from ..upstream.addresses import Resolver
 from ..upstream.base import Replay, UpstreamStream
 from ..upstream.errors import CONTEXT_LENGTH_EXCEEDED, is_context_overflow
-from ..upstream.hosted import with_hosted
-from ..upstream.mcp import McpUpstream, has_mcp, holds_mcp, scrubbed
+from ..upstream.hosted.wrap import with_hosted
+from ..upstream.mcp import has_mcp, scrubbed
 from ..upstream.tool_support import check_tools
 from .background import BackgroundTurns
 from .concurrency import KeyedLocks
@@ -216,15 +216,15 @@ class ResponsesService:
                 request, history_count = shorter or (request, history_count)
             await self.upstreams.cooldowns.refresh()
             upstream = self.upstreams.routed(body.model, project)
-            # web search (and any other kind of the hosted loop), inside the MCP loop
-            upstream = with_hosted(upstream, self.config, route.provider, request)
-            if route.provider.mcp_runner() == "gateway" and (
-                has_mcp(request.get("tools"))
-                or holds_mcp(request["input"], len(snapshot.input), types)
-            ):
-                mcp = McpUpstream(upstream, self.config.mcp, len(snapshot.input), self.resolver)
-                await mcp.check(request)  # its 400s before anything is stored
-                upstream = mcp
+            upstream = await with_hosted(  # MCP, web search: the tools the gateway runs
+                upstream,
+                self.config,
+                route.provider,
+                request,
+                len(snapshot.input),
+                types,
+                self.resolver,
+            )
             if upstream.capabilities.compact is None:  # else it compacts by itself
                 upstream = await self._compacting(upstream, body, project, request, history_count)
             yield Turn(

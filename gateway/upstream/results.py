@@ -85,3 +85,24 @@ def complete_usage(usage: Item | None) -> Item | None:
         "input_tokens_details": input_details,
         "output_tokens_details": output_details,
     }
+
+
+def _add_counts(a: Any, b: Any) -> int:
+    return (a if isinstance(a, int) else 0) + (b if isinstance(b, int) else 0)
+
+
+def summed_usage(total: Item | None, more: Item | None) -> Item | None:
+    """The usage of two model calls of one turn, added up."""
+    if more is None:
+        return total
+    if total is None:
+        return complete_usage(more)
+    total, more = complete_usage(total) or {}, complete_usage(more) or {}
+    summed: Item = {
+        key: _add_counts(total.get(key), more.get(key))
+        for key in ("input_tokens", "output_tokens", "total_tokens")
+    }
+    for details in ("input_tokens_details", "output_tokens_details"):
+        first, second = total.get(details) or {}, more.get(details) or {}
+        summed[details] = {k: _add_counts(first.get(k), second.get(k)) for k in {*first, *second}}
+    return summed

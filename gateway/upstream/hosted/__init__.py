@@ -1,10 +1,10 @@
 """Tools the gateway runs for models that cannot, each a kind (:mod:`.kind`), run by one
-loop (:mod:`.run`)."""
+loop (:mod:`.run`); which kinds a turn needs: :mod:`.wrap` (imported apart: the kinds
+import this package)."""
 
 from __future__ import annotations
 
-from .kind import Kind
+from .kind import Call, Kind, Turn
 from .run import HostedUpstream
-from .wrap import with_hosted
 
-__all__ = ["HostedUpstream", "Kind", "with_hosted"]
+__all__ = ["Call", "HostedUpstream", "Kind", "Turn"]

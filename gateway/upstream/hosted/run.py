@@ -1,11 +1,14 @@
 """The gateway running tools for a model that cannot: an upstream around the real one.
 
-:class:`HostedUpstream` offers the model each kind's functions in place of the request's
-tools of that kind, runs each call it makes and calls it again with the results, until
-it answers, the client has function calls of its own to run, ``max_tool_calls`` is
-reached (the functions are no longer offered) or the turn's time for tools has passed.
-The turn's output holds every model call's items, the kinds' items in place of their
-function calls; its usage is their sum. Any mix of kinds runs in one loop.
+:class:`HostedUpstream` lets each kind set the turn up (MCP connects to its servers, lists
+their tools and runs the calls the client approved), then offers the model each kind's
+functions in place of the request's tools of that kind, runs each call it makes and calls
+it again with the results, until it answers, a call waits for the client (an approval),
+the client has function calls of its own to run, ``max_tool_calls`` (every call the
+gateway runs, of any kind) is reached (the functions are no longer offered) or the turn's
+time for tools has passed. The turn's output holds every model call's items, the kinds'
+items in place of their function calls; its usage is their sum. Any mix of kinds runs in
+one loop.
 """
 
 from __future__ import annotations
@@ -17,8 +20,7 @@ from dataclasses import replace
 
 from ..base import Replay, Upstream, UpstreamStream
 from ..errors import UpstreamError
-from ..mcp.items import summed_usage
-from ..results import Event, Item, TurnResult, failed_result
+from ..results import Event, Item, TurnResult, failed_result, summed_usage
 from .kind import Kind
 from .step import Step
 
@@ -38,9 +40,12 @@ class HostedUpstream:
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
         run = Run(self._inner, self._kinds, request, stream, self._seconds)
         async with AsyncExitStack() as stack:
-            first = await stack.enter_async_context(
-                self._inner.open(run.request(run.may_call()), stream=stream)
-            )
+            await run.open(stack)
+            first = None
+            if run.failure is None:
+                first = await stack.enter_async_context(
+                    self._inner.open(run.request(run.may_call()), stream=stream)
+                )
             if stream:
                 yield run.relay(first)
                 return
@@ -69,9 +74,10 @@ class Run:
         self.planned = 0
         limit = request.get("max_tool_calls")
         self._limit = limit if isinstance(limit, int) and not isinstance(limit, bool) else None
-        self._seconds = seconds
+        self.seconds = seconds
         self._deadline = asyncio.get_running_loop().time() + seconds
         self._events: list[Event] = []
+        self.failure: TurnResult | None = None
         self._usage: Item | None = None
         self._cost: float | None = None
         self._first: TurnResult | None = None
@@ -86,6 +92,14 @@ class Run:
     def may_call(self) -> bool:
         return self._limit is None or self.planned < self._limit
 
+    async def open(self, stack: AsyncExitStack) -> None:
+        """Let each kind set the turn up; the first failure ends it."""
+        for kind in self.kinds:
+            message = await kind.open(self, stack)
+            if message is not None:
+                self.failure = failed_result(message, self.output)
+                return
+
     def request(self, offer: bool) -> Item:
         """The request the model gets: the client's tools and, when ``offer``, the kinds'
         functions; the input as it reads it."""
@@ -99,9 +113,7 @@ class Run:
         choice = request.get("tool_choice")
         if isinstance(choice, dict) and choice.get("type") in types:
             named = next((k.choice(choice) for k in self.kinds if k.choice(choice)), None)
-            request["tool_choice"] = (
-                {"type": "function", "name": named} if offer and named else "auto"
-            )
+            request["tool_choice"] = named if offer and named else "auto"
         elif choice == "required" and not offer and not tools:
             request["tool_choice"] = "auto"
         if not tools:
@@ -109,16 +121,20 @@ class Run:
             request.pop("tool_choice", None)
         return request
 
-    async def relay(self, first: UpstreamStream) -> UpstreamStream:
+    async def relay(self, first: UpstreamStream | None) -> UpstreamStream:
         """The turn's events and its result."""
-        stream: UpstreamStream | None = first
-        calls, last = 0, None
+        for event in self._flush():
+            yield event
+        if self.failure is not None:
+            yield self.failure
+            return
+        stream, calls, last = first, 0, None
         while True:
             offer = calls < MAX_MODEL_CALLS and self.may_call()
             async with AsyncExitStack() as iteration:
                 if stream is None:
                     if self.remaining() <= 0:
-                        message = f"The tools of this response took over {self._seconds:g} seconds."
+                        message = f"The tools of this response took over {self.seconds:g} seconds."
                         yield self._ended(failed_result(message))
                         return
                     try:

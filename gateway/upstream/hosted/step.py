@@ -3,8 +3,10 @@ the kinds' functions run.
 
 A function call to one of a kind's functions becomes that kind's item, in the place the
 call had; every other item and event passes through, its ``output_index`` shifted past
-the items earlier calls of the turn produced. The answer's text gets the annotations the
-kinds find in it (citations), announced before its part is done.
+the items earlier calls of the turn produced. A call past ``max_tool_calls`` (or once the
+functions are no longer offered) is ignored, as OpenAI has it: not run, not in the output,
+not read back to the model. The answer's text gets the annotations the kinds find in it
+(citations), announced before its part is done.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..builtin_tools import CALL_TYPES
+from ..output_builder import snapshot
 from ..results import Event, Item, TurnResult
-from .kind import Kind
+from .kind import Call, Kind
 
 _CLIENT_CALLS = frozenset({"function_call", "custom_tool_call", *CALL_TYPES})
 
@@ -35,11 +38,11 @@ class Run(Protocol):
 
 
 def added(index: int, item: Item) -> Event:
-    return {"type": "response.output_item.added", "output_index": index, "item": dict(item)}
+    return {"type": "response.output_item.added", "output_index": index, "item": snapshot(item)}
 
 
 def done(index: int, item: Item) -> Event:
-    return {"type": "response.output_item.done", "output_index": index, "item": dict(item)}
+    return {"type": "response.output_item.done", "output_index": index, "item": snapshot(item)}
 
 
 def call_pair(call_id: str, name: str, arguments: str, output: str) -> list[Item]:
@@ -57,14 +60,14 @@ class Step:
         self._run = run
         self._offset = len(run.output)
         self._offered = offered
-        self._calls: dict[int, tuple[Kind, Item, bool]] = {}  # index: kind, item, to run
+        self._calls: dict[int, tuple[Kind, Call | None]] = {}  # index: kind, call (None: ignored)
         self._cited: dict[tuple[int, int], list[Item]] = {}
         self._announced: set[int] = set()
 
     def _kind(self, name: str) -> Kind | None:
         return next((kind for kind in self._run.kinds if kind.owns(name)), None)
 
-    def _decide(self, index: int, inner: Item) -> tuple[Kind, Item, bool] | None:
+    def _decide(self, index: int, inner: Item) -> tuple[Kind, Call | None] | None:
         if index in self._calls:
             return self._calls[index]
         if inner.get("type") != "function_call":
@@ -73,11 +76,18 @@ class Step:
         kind = self._kind(name)
         if kind is None:
             return None
-        runs = self._offered and self._run.may_call()
-        if runs:
-            self._run.planned += 1
-        self._calls[index] = (kind, kind.start(name), runs)
+        call = None
+        if self._offered and self._run.may_call():
+            call = kind.start(name)
+            self._run.planned += call.counted
+        self._calls[index] = (kind, call)
         return self._calls[index]
+
+    def _at(self, index: int) -> int:
+        """Where the item ``index`` of the model's output is in the turn's: items come in
+        order, so those ignored before it are known, and left out."""
+        ignored = sum(1 for j, (_, call) in self._calls.items() if j < index and call is None)
+        return self._offset + index - ignored
 
     def annotate(self, text: str) -> list[Item]:
         return [found for kind in self._run.kinds for found in kind.annotations(text)]
@@ -89,16 +99,18 @@ class Step:
         index = event.get("output_index")
         if not isinstance(index, int):
             return [event]
-        at = index + self._offset
         kind = event.get("type")
         if kind == "response.output_item.added":
-            decision = self._decide(index, event.get("item") or {})
-            if decision is not None:
-                owner, item, _ = decision
+            self._decide(index, event.get("item") or {})
+        at = self._at(index)
+        if index in self._calls:
+            owner, call = self._calls[index]
+            if call is None:
+                return []
+            if kind == "response.output_item.added":
                 self._announced.add(index)
-                return [added(at, item), *owner.started(at, item)]
-        elif index in self._calls:
-            return []  # the call's own events: its item's come when it runs
+                return [added(at, call.item), *owner.started(at, call.item)]
+            return owner.relay(at, call.item, event)
         if kind == "response.output_text.done":
             return [*self._annotation_events(at, index, event), {**event, "output_index": at}]
         if kind == "response.content_part.done":
@@ -159,14 +171,19 @@ class Step:
             if decision is None:
                 self._run.output.append(self._final(index, inner))
                 continue
-            decision[1]["status"] = "incomplete"
-            self._run.output.append(decision[1])
+            kind, call = decision
+            if call is None:
+                continue
+            kind.settled(len(self._run.output), call.item, str(inner.get("arguments") or ""))
+            if not call.waits:
+                call.item["status"] = "incomplete"
+            self._run.output.append(call.item)
 
     async def finish(self, result: TurnResult) -> bool:
         """Add the call's items to the turn, run the kinds' calls; whether to call the model
-        again (calls ran, no client call waits for its output)."""
+        again (calls ran, none waits for the client, no client call waits for its output)."""
         run = self._run
-        again = client_calls = False
+        again = client_calls = waiting = False
         for index, inner in enumerate(result.output):
             decision = self._decide(index, inner)
             if decision is None:
@@ -175,21 +192,20 @@ class Step:
                 run.model_input.append(final)
                 client_calls = client_calls or inner.get("type") in _CLIENT_CALLS
                 continue
-            kind, item, runs = decision
-            at = len(run.output)
+            kind, call = decision
+            if call is None:
+                continue
+            item, at = call.item, len(run.output)
             run.output.append(item)
-            if run.stream and index not in self._announced:
-                run.emit(added(at, item), *kind.started(at, item))
             arguments = str(inner.get("arguments") or "")
-            if not runs:
-                why = "the limit of tool calls of this response was reached"
-                if not self._offered:
-                    why = "the tool is no longer offered in this response"
-                output = kind.refuse(at, item, why, run.emit)
-            else:
-                output = await kind.run(at, item, arguments, run.remaining(), run.emit)
-                again = True
+            events = kind.settled(at, item, arguments)
+            if run.stream and index not in self._announced:
+                run.emit(added(at, item), *kind.started(at, item), *events)
+            if call.waits:
+                waiting = True
+                continue
+            output = await kind.run(at, item, arguments, run.remaining(), run.emit)
+            again = True
             call_id = str(inner.get("call_id") or item["id"])
             run.model_input += call_pair(call_id, str(inner.get("name")), arguments, output)
-            again = again or self._offered
-        return again and not client_calls and result.status == "completed"
+        return again and not waiting and not client_calls and result.status == "completed"

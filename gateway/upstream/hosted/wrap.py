@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from ...config import GatewayConfig
 from ...config_sections import ProviderSettings
+from ..addresses import Resolver
 from ..base import Upstream
+from ..mcp import Mcp, has_mcp, holds_mcp
 from ..results import Item
 from ..tool_support import serving
 from ..web_search import WebSearch, has_web_search, holds_web_search
@@ -12,9 +14,17 @@ from .kind import Kind
 from .run import HostedUpstream
 
 
-def kinds(config: GatewayConfig, provider: ProviderSettings, request: Item) -> list[Kind]:
+def kinds(
+    config: GatewayConfig,
+    provider: ProviderSettings,
+    request: Item,
+    own_count: int,
+    history_types: frozenset[str | None] | None,
+    resolver: Resolver,
+) -> list[Kind]:
     """The kinds of the request's tools (or of its input's items) the gateway runs for
-    ``provider``; a 400 for a tool whose options are bad."""
+    ``provider``, MCP first (its read-back counts the client's ``own_count`` items from the
+    end of the input as sent); a 400 for a tool whose options are bad."""
     tools = request.get("tools") or []
     found: list[Kind] = []
     if config.web_search.configured:
@@ -25,14 +35,28 @@ def kinds(config: GatewayConfig, provider: ProviderSettings, request: Item) -> l
             and holds_web_search(request["input"])
         ):
             found.append(WebSearch(config.web_search, request))
+    if provider.mcp_runner() == "gateway" and (
+        has_mcp(tools) or holds_mcp(request["input"], own_count, history_types)
+    ):
+        found.insert(0, Mcp(config.mcp, resolver, request, own_count))
     return found
 
 
-def with_hosted(
-    upstream: Upstream, config: GatewayConfig, provider: ProviderSettings, request: Item
+async def with_hosted(
+    upstream: Upstream,
+    config: GatewayConfig,
+    provider: ProviderSettings,
+    request: Item,
+    own_count: int,
+    history_types: frozenset[str | None] | None,
+    resolver: Resolver,
 ) -> Upstream:
-    """``upstream``, or the loop around it running the kinds the turn needs."""
-    needed = kinds(config, provider, request)
+    """``upstream``, or the loop around it running the kinds the turn needs; their 400s
+    (:meth:`Kind.check`) before anything is stored."""
+    needed = kinds(config, provider, request, own_count, history_types, resolver)
     if not needed:
         return upstream
-    return HostedUpstream(upstream, needed, config.web_search.max_turn_seconds)
+    for kind in needed:
+        await kind.check()
+    seconds = min(kind.max_turn_seconds for kind in needed)
+    return HostedUpstream(upstream, needed, seconds)

@@ -6,7 +6,8 @@ earlier ``mcp_call`` becomes a ``function_call`` and its ``function_call_output`
 ``mcp_list_tools`` items leave the input (their tools are kept: a chain that listed a
 server once does not list it again). An ``mcp_approval_response`` must answer a request
 of the input that no earlier response or call answered; one that approves a call not yet
-run is returned, for the turn to run it first.
+run is returned, for the turn to run it first, and its request stays in the input where
+the call and its output go.
 """
 
 from __future__ import annotations
@@ -57,20 +58,12 @@ class Names:
 
 
 @dataclass
-class Approval:
-    """An approved call still to run: the request it answers."""
-
-    request: Item
-    position: int  # where its call and output go in the model's input
-
-
-@dataclass
 class History:
     """The input as the model reads it, the tools listed before by label, approvals to run."""
 
     items: list[Item]
     listed: dict[str, list[Item]] = field(default_factory=dict)
-    approved: list[Approval] = field(default_factory=list)
+    approved: list[Item] = field(default_factory=list)  # requests, still in ``items``
 
 
 def call_pair(call_id: str, name: str, arguments: str, output: str) -> list[Item]:
@@ -167,7 +160,8 @@ def model_history(items: list[Item], own_count: int, names: Names, labels: set[s
             if answer is None or item.get("id") in ran:
                 continue
             if answer.get("approve"):
-                history.approved.append(Approval(item, len(history.items)))
+                history.approved.append(item)
+                history.items.append(item)
                 continue
             name = names.name(str(item.get("server_label")), str(item.get("name")))
             arguments = str(item.get("arguments") or "{}")

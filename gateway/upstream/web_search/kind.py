@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import AsyncExitStack
 
 from ...web_search_settings import WebSearchSettings
-from ..hosted.kind import Emit
+from ..hosted.kind import Call, Emit, Turn
 from ..results import Event, Item
 from .backends import Result, SearchFailure
 from .citations import citations
@@ -33,6 +34,7 @@ class WebSearch:
     def __init__(self, settings: WebSearchSettings, request: Item) -> None:
         tools = request.get("tools") or []
         self._settings = settings
+        self.max_turn_seconds = settings.max_turn_seconds
         self._options = options(tools, settings)
         self._name = function_name([t for t in tools if t.get("type") not in WEB_SEARCH_TYPES])
         include = request.get("include") or []
@@ -40,25 +42,37 @@ class WebSearch:
         self._offered = any(t.get("type") in WEB_SEARCH_TYPES for t in tools)
         self.results: list[Result] = []  # every result of the turn, numbered from 1
 
+    async def check(self) -> None:
+        return None  # the tool's options were checked when it was read
+
+    async def open(self, turn: Turn, stack: AsyncExitStack) -> str | None:
+        return None
+
     def functions(self) -> list[Item]:
         return [function(self._name, self._options)] if self._offered else []
 
     def owns(self, name: str) -> bool:
         return name == self._name
 
-    def choice(self, tool_choice: object) -> str | None:
+    def choice(self, tool_choice: object) -> object | None:
         if isinstance(tool_choice, dict) and tool_choice.get("type") in WEB_SEARCH_TYPES:
-            return self._name if self._offered else None
+            return {"type": "function", "name": self._name} if self._offered else None
         return None
 
     def read_back(self, items: list[Item]) -> list[Item]:
         return read_back(items, self._name)
 
-    def start(self, name: str) -> Item:
-        return call_item()
+    def start(self, name: str) -> Call:
+        return Call(call_item())
 
     def started(self, at: int, item: Item) -> list[Event]:
         return [progress("in_progress", at, item)]
+
+    def relay(self, at: int, item: Item, event: Event) -> list[Event]:
+        return []  # the call's own events: its item's come when it runs
+
+    def settled(self, at: int, item: Item, arguments: str) -> list[Event]:
+        return []
 
     async def run(self, at: int, item: Item, arguments: str, seconds: float, emit: Emit) -> str:
         query = query_of(arguments)
@@ -82,16 +96,11 @@ class WebSearch:
         emit(progress("completed", at, item), _done(at, item))
         return results_text(query, found, first, self._options.snippet_chars)
 
-    def refuse(self, at: int, item: Item, why: str, emit: Emit) -> str:
-        return self._failed(at, item, None, why, emit, ran=False)
-
-    def _failed(
-        self, at: int, item: Item, query: str | None, why: str, emit: Emit, ran: bool = True
-    ) -> str:
+    def _failed(self, at: int, item: Item, query: str | None, why: str, emit: Emit) -> str:
         searched(item, query, [], self._sources)
         item["status"] = "failed"
         emit(_done(at, item))
-        return failed_text(why) if ran else f"Not run: {why}."
+        return failed_text(why)
 
     def annotations(self, text: str) -> list[Item]:
         return citations(text, self.results)
