@@ -4,7 +4,8 @@
 (text as ``text_delta``, reasoning as ``thinking_delta`` then the block's
 ``signature_delta`` once the item is done, a function call as ``tool_use`` with
 ``input_json_delta``); the terminal event becomes ``message_delta`` with the stop reason and
-the usage, then ``message_stop``, or an ``error`` event for a failed turn. Text that could be
+the usage, then ``message_stop``, or, for a failed turn, the open block's
+``content_block_stop`` and an ``error`` event. Text that could be
 the start of a stop sequence is held back until the next delta tells.
 """
 
@@ -172,13 +173,12 @@ class MessagesStream:
     def _end(self, event: Item) -> list[Out]:
         self.ended = True
         response = event.get("response") or {}
+        events = self._close()  # a block begun ends, even before an error
         if event.get("type") == "response.failed":
             error = response.get("error") or {}
             message = str(error.get("message") or "The model's answer failed.")
-            return [
-                ("error", {"type": "error", "error": {"type": "api_error", "message": message}})
-            ]
-        events = self._close()
+            failure = {"type": "error", "error": {"type": "api_error", "message": message}}
+            return [*events, ("error", failure)]
         if self.stop_sequence is not None:
             reason = "stop_sequence"
         else:
