@@ -379,3 +379,40 @@ def test_a_projects_turns_count_in_its_own_usage(messages: Messages) -> None:
     assert usage.status_code == 200, usage.text
     groups = {group["group"]: group["requests"] for group in usage.json()["groups"]}
     assert groups == {"team-a": 2, "team-b": 1}
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_a_failed_tool_result_reaches_the_model_as_an_error(messages: Messages, model: str) -> None:
+    messages.script(model, "The lookup failed.")
+    call = {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Oz"}}
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "call_1",
+        "content": "no such city",
+        "is_error": True,
+    }
+    answer = messages.client().messages.create(
+        model=model,
+        max_tokens=256,
+        tools=[WEATHER],
+        messages=[
+            {"role": "user", "content": "Weather in Oz?"},
+            {"role": "assistant", "content": [call]},
+            {"role": "user", "content": [result]},
+        ],
+    )
+    assert answer.content[0].text == "The lookup failed."
+    if model == "claude":
+        sent = messages.claude.last["messages"][-1]["content"][0]
+        assert (sent["type"], sent["tool_use_id"]) == ("tool_result", "call_1")
+        assert (sent["content"], sent["is_error"]) == ("no such city", True)
+    elif model == "chat-model":
+        assert messages.chat.last["messages"][-1] == {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": "Error: no such city",
+        }
+    else:
+        [output] = [i for i in messages.chat.last["input"] if i["type"] == "function_call_output"]
+        assert (output["call_id"], output["output"]) == ("call_1", "Error: no such city")
+        assert "is_error" not in output  # not a field of OpenAI's

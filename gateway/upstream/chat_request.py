@@ -15,6 +15,7 @@ from .errors import UnsupportedInput
 from .output_builder import ToolName
 from .reasoning_state import ReasoningState
 from .results import Item
+from .tool_errors import wire_output
 from .tools import flat_name, forced_function, function_tools
 from .translation_cache import KeptContexts, answer_end, joined, object_with_array
 
@@ -152,7 +153,7 @@ class _Messages:
         self._assistant({"role": "assistant", "content": None, "tool_calls": [call]})
 
     def function_call_output(self, item: Item, index: int) -> None:
-        output = item.get("output")
+        output = wire_output(item)
         content = text_of(output)
         if isinstance(output, list) and any(
             isinstance(part, dict) and part.get("type") == "input_image" for part in output

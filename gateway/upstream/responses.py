@@ -22,6 +22,7 @@ from .errors import UpstreamError, UpstreamInvalidResponse
 from .failures import describe_stream_failure, scrub
 from .http import ProviderClient
 from .results import Event, Item, TurnResult, complete_usage, failed_result
+from .tool_errors import without_error_flag
 from .translation_cache import EncodedInputs, object_with_array
 
 # The fields OpenAI's count endpoint takes, of a stateless request.
@@ -108,10 +109,11 @@ class IdMap:
 
 
 def _stateless_items(items: list[Item]) -> list[Item]:
-    """The items without the gateway's ids, and without reasoning that another provider's
-    model made (its state sealed by the gateway, which this upstream cannot read)."""
+    """The items without the gateway's ids, failed tool outputs marked in their text, and
+    without reasoning that another provider's model made (its state sealed by the gateway,
+    which this upstream cannot read)."""
     return [
-        {key: value for key, value in item.items() if key != "id"}
+        {key: value for key, value in without_error_flag(item).items() if key != "id"}
         for item in items
         if not _sealed_here(item)
     ]

@@ -2,9 +2,10 @@
 
 ``system`` becomes ``instructions``; each message becomes input items (text, images and
 documents as input parts, ``tool_use`` as ``function_call``, ``tool_result`` as
-``function_call_output``, thinking through :class:`ThinkingSeals`); tools become function
-tools; ``max_tokens`` is ``max_output_tokens``; ``thinking`` is a reasoning effort. The turn
-is run with ``store: false``: a Messages client sends its whole conversation every time.
+``function_call_output`` with its ``is_error``, thinking through :class:`ThinkingSeals`);
+tools become function tools; ``max_tokens`` is ``max_output_tokens``; ``thinking`` is a
+reasoning effort. The turn is run with ``store: false``: a Messages client sends its whole
+conversation every time.
 """
 
 from __future__ import annotations
@@ -126,11 +127,14 @@ def _tool_output(block: Item, param: str) -> Item:
             output = "\n".join(part["text"] for part in output)
     else:
         raise invalid_request("tool_result content must be a string or blocks.", param=param)
-    return {
+    made: Item = {
         "type": "function_call_output",
         "call_id": str(block.get("tool_use_id") or ""),
         "output": output,
     }
+    if block.get("is_error") is True:  # each wire tells its model in its own way
+        made["is_error"] = True
+    return made
 
 
 def _blocks(content: Any, param: str) -> list[Item]:

@@ -22,6 +22,7 @@ from ..errors import UnsupportedInput
 from ..output_builder import ToolName
 from ..reasoning_state import ReasoningState
 from ..results import Item
+from ..tool_errors import is_failed_output
 from ..tools import flat_name, forced_function
 from .content import content_blocks
 from .rules import Origins, check_tool_pairs, messages_tools, opened_by_user, sampling
@@ -143,11 +144,14 @@ class _Conversation:
         )
         if isinstance(output, list) and not content:
             content = text_of(output)
-        return {
+        result: Item = {
             "type": "tool_result",
             "tool_use_id": tool_id(item.get("call_id")),
             "content": content,
         }
+        if is_failed_output(item):
+            result["is_error"] = True
+        return result
 
 
 def _tool_choice(choice: Any, names: dict[str, ToolName]) -> Item:
