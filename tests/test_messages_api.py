@@ -11,6 +11,7 @@ from typing import Any
 
 import anthropic
 import httpx
+import openai
 import pytest
 
 from gateway import create_app, parse_config
@@ -416,3 +417,32 @@ def test_a_failed_tool_result_reaches_the_model_as_an_error(messages: Messages, 
         [output] = [i for i in messages.chat.last["input"] if i["type"] == "function_call_output"]
         assert (output["call_id"], output["output"]) == ("call_1", "Error: no such city")
         assert "is_error" not in output  # not a field of OpenAI's
+
+
+def test_one_model_in_anthropics_shape_and_in_openais(messages: Messages) -> None:
+    claude = messages.client().models.retrieve("claude")
+    assert (claude.type, claude.id, claude.display_name) == ("model", "claude", "claude")
+    assert claude.created_at.year == 1970
+    with pytest.raises(anthropic.NotFoundError) as unknown:
+        messages.client().models.retrieve("no-such-model")
+    assert unknown.value.body["type"] == "error"
+    assert unknown.value.body["error"]["type"] == "not_found_error"
+    assert "no-such-model" in unknown.value.body["error"]["message"]
+    client = openai.OpenAI(
+        base_url=f"{messages.url}/v1",
+        api_key=KEY_A,
+        max_retries=0,
+        _strict_response_validation=True,
+    )
+    with client:
+        model = client.models.retrieve("chat-model")
+        assert (model.id, model.object, model.owned_by) == ("chat-model", "model", "chat")
+        with pytest.raises(openai.NotFoundError) as missing:
+            client.models.retrieve("no-such-model")
+    assert missing.value.code == "model_not_found"
+    assert missing.value.body == {
+        "message": "The model 'no-such-model' does not exist or is not routed by this gateway.",
+        "type": "invalid_request_error",
+        "param": "model",
+        "code": "model_not_found",
+    }

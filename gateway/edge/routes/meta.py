@@ -1,5 +1,6 @@
-"""``/v1/models``, ``/healthz`` (the process answers), ``/readyz`` (the store works) and
-``/metrics`` (Prometheus; with API keys on, for ``auth.admin_key`` only)."""
+"""``/v1/models`` (and one model, ``/v1/models/{model}``), ``/healthz`` (the process
+answers), ``/readyz`` (the store works) and ``/metrics`` (Prometheus; with API keys on, for
+``auth.admin_key`` only)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from starlette.routing import Route
 from session import SessionError
 
 from ...config import GatewayConfig
+from ...errors import not_found
 from ...observability.metrics import Metrics
 from ..auth import is_admin, unauthorized
 from ..errors import RETRY_AFTER_SECONDS
 from ..json_response import JSONResponse
+from ..messages_errors import anthropic_error_response
 from .common import service
 
 EPOCH = "1970-01-01T00:00:00Z"  # a configured model has no creation date of its own
@@ -28,26 +31,51 @@ async def list_models(request: Request) -> Response:
     if "anthropic-version" in request.headers:  # Anthropic's clients, in their shape
         return JSONResponse(anthropic_catalog(config))
     data = [
-        {"id": name, "object": "model", "created": 0, "owned_by": route.targets(name)[0].provider}
-        for name, route in config.models.items()
+        openai_model(name, route.targets(name)[0].provider) for name, route in config.models.items()
     ]
     return JSONResponse({"object": "list", "data": data})
 
 
+async def retrieve_model(request: Request) -> Response:
+    """One model the gateway routes, in Anthropic's shape for Anthropic's clients, else in
+    OpenAI's; a 404 in the same shape for a name nothing routes."""
+    name = request.path_params["model"]
+    route = service(request).config.route(name)
+    anthropic = "anthropic-version" in request.headers
+    if route is None:
+        error = not_found(
+            f"The model '{name}' does not exist or is not routed by this gateway.",
+            param="model",
+            code="model_not_found",
+        )
+        if anthropic:
+            return anthropic_error_response(error)
+        raise error
+    if anthropic:
+        return JSONResponse(anthropic_model(name, route.context_window))
+    return JSONResponse(openai_model(name, route.provider_name))
+
+
+def openai_model(name: str, provider: str) -> dict[str, Any]:
+    """A model as OpenAI's ``GET /v1/models`` shows one, owned by its first provider."""
+    return {"id": name, "object": "model", "created": 0, "owned_by": provider}
+
+
+def anthropic_model(name: str, context_window: int | None) -> dict[str, Any]:
+    """A model as Anthropic's ``GET /v1/models`` shows one."""
+    model: dict[str, Any] = {
+        "type": "model",
+        "id": name,
+        "display_name": name,
+        "created_at": EPOCH,
+    }
+    model |= {"lifecycle": "active", "deprecated_at": None, "retires_at": None}
+    return model | ({"max_input_tokens": context_window} if context_window is not None else {})
+
+
 def anthropic_catalog(config: GatewayConfig) -> dict[str, Any]:
     """The configured models as Anthropic's ``GET /v1/models`` lists them (one page)."""
-    data: list[dict[str, Any]] = []
-    for name, listed in config.models.items():
-        model: dict[str, Any] = {
-            "type": "model",
-            "id": name,
-            "display_name": name,
-            "created_at": EPOCH,
-        }
-        model |= {"lifecycle": "active", "deprecated_at": None, "retires_at": None}
-        window = listed.context_window
-        model |= {"max_input_tokens": window} if window is not None else {}
-        data.append(model)
+    data = [anthropic_model(name, listed.context_window) for name, listed in config.models.items()]
     first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
     return {"data": data, "has_more": False, "first_id": first, "last_id": last}
 
@@ -158,6 +186,7 @@ routes = [
     Route("/v1/gateway/routes", gateway_routes, methods=["GET"]),
     Route("/v1/gateway/routes/reset", reset_gateway_routes, methods=["POST"]),
     Route("/v1/models", list_models, methods=["GET"]),
+    Route("/v1/models/{model:path}", retrieve_model, methods=["GET"]),
     Route("/healthz", health, methods=["GET"]),
     Route("/readyz", ready, methods=["GET"]),
     Route("/metrics", metrics, methods=["GET"]),
