@@ -21,7 +21,7 @@ from .servers import serve
 
 pytestmark = [pytest.mark.api]
 
-QUESTION = [{"role": "user", "content": "count"}]
+QUESTION: list[Any] = [{"role": "user", "content": "count"}]
 
 
 @pytest.fixture
