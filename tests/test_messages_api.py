@@ -446,3 +446,61 @@ def test_one_model_in_anthropics_shape_and_in_openais(messages: Messages) -> Non
         "param": "model",
         "code": "model_not_found",
     }
+
+
+HI: list[Any] = [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"model": "chat-model", "messages": HI}, "max_tokens: Field required"),
+        ({"max_tokens": 64, "messages": HI}, "model: Field required"),
+        (
+            {"model": "chat-model", "max_tokens": 0, "messages": HI},
+            "max_tokens: Input should be greater than or equal to 1",
+        ),
+        (
+            {"model": "chat-model", "max_tokens": "64", "messages": HI},
+            "max_tokens: Input should be a valid integer",
+        ),
+        (
+            {"model": "chat-model", "max_tokens": 64, "messages": []},
+            "messages: at least one message is required",
+        ),
+        (
+            {"model": "chat-model", "max_tokens": 64, "messages": ["hi"]},
+            "messages.0: Input should be a valid dictionary",
+        ),
+        (
+            {"model": "chat-model", "max_tokens": 64, "messages": [{"role": "user"}]},
+            "messages.0.content: Field required",
+        ),
+        (
+            {"model": "chat-model", "max_tokens": 64, "messages": [*HI, {"role": "robot"}]},
+            "messages.1.role: ",
+        ),
+        (
+            {
+                "model": "chat-model",
+                "max_tokens": 64,
+                "messages": [{"role": "user", "content": [{"type": "bogus"}]}],
+            },
+            "messages.0.content.0.type: ",
+        ),
+    ],
+)
+def test_a_bad_body_is_refused_in_anthropics_words(
+    messages: Messages, body: dict[str, Any], message: str
+) -> None:
+    answer = httpx.post(
+        f"{messages.url}/v1/messages",
+        json=body,
+        headers={"x-api-key": KEY_A, "anthropic-version": "2023-06-01"},
+    )
+    assert answer.status_code == 400
+    assert answer.json()["type"] == "error"
+    error = answer.json()["error"]
+    assert error["type"] == "invalid_request_error"
+    assert error["message"].startswith(message), error["message"]
+    assert messages.chat.requests == []

@@ -3,13 +3,8 @@ request into the gateway's own stateless Responses turn, its answer and stream b
 
 from __future__ import annotations
 
-from .request import (
-    MessagesBody,
-    parse_messages_body,
-    stop_cut,
-    to_count_body,
-    to_responses_body,
-)
+from .body import MessagesBody, parse_messages_body
+from .request import stop_cut, to_count_body, to_responses_body
 from .response import to_message
 from .stream import MessagesStream
 from .thinking import ThinkingSeals

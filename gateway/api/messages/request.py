@@ -13,10 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ...errors import invalid_request
-from ..request_body import CreateResponseBody, InputTokensBody, check_create_body, validate_body
+from ..request_body import CreateResponseBody, InputTokensBody, check_create_body
+from .body import MessagesBody, invalid
 from .thinking import ThinkingSeals
 
 Item = dict[str, Any]
@@ -25,48 +23,13 @@ _CLIENT_TOOL_TYPES = frozenset({None, "custom"})
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 
 
-class MessagesBody(BaseModel):
-    """The fields of a Messages request the gateway reads; others are let through unread
-    (``context_management``, ``service_tier``: the gateway decides those itself)."""
-
-    model_config = ConfigDict(extra="allow", strict=True)
-
-    model: str = Field(min_length=1)
-    max_tokens: int = Field(ge=1)
-    messages: list[Item]
-    system: str | list[Item] | None = None
-    metadata: dict[str, Any] | None = None
-    stop_sequences: list[str] | None = None
-    stream: bool = False
-    temperature: float | None = Field(default=None, ge=0, le=1)
-    top_p: float | None = Field(default=None, ge=0, le=1)
-    top_k: int | None = Field(default=None, ge=0)
-    tools: list[Item] | None = None
-    tool_choice: Item | None = None
-    thinking: Item | None = None
-    output_format: Item | None = None
-    output_config: Item | None = None
-    mcp_servers: list[Item] | None = None
-
-
-class CountTokensBody(MessagesBody):
-    """A count_tokens body: a Messages request without ``max_tokens``."""
-
-    max_tokens: int = Field(default=4096, ge=1)
-
-
-def parse_messages_body(raw: bytes, *, count: bool = False) -> MessagesBody:
-    """Validate a Messages body (a 400 naming the bad field)."""
-    return validate_body(CountTokensBody if count else MessagesBody, raw)
-
-
 def _text_of(system: str | list[Item] | None) -> str | None:
     if system is None or isinstance(system, str):
         return system or None
     texts = []
     for index, block in enumerate(system):
         if not isinstance(block, dict) or block.get("type") != "text":
-            raise invalid_request("system blocks must be text blocks.", param=f"system.{index}")
+            raise invalid(f"system.{index}", "system blocks must be text blocks")
         texts.append(str(block.get("text") or ""))
     return "\n\n".join(texts) or None
 
@@ -79,16 +42,13 @@ def _source(block: Item, param: str, media_types: frozenset[str]) -> str:
         media_type, data = source.get("media_type"), source.get("data")
         if media_type not in media_types or not isinstance(data, str):
             expected = ", ".join(sorted(media_types))
-            raise invalid_request(
-                f"Invalid source: media_type must be one of {expected} with base64 data.",
-                param=f"{param}.source",
+            raise invalid(
+                f"{param}.source", f"media_type must be one of {expected}, with base64 data"
             )
         return f"data:{media_type};base64,{data}"
     if kind == "url" and isinstance(source, dict) and isinstance(source.get("url"), str):
         return str(source["url"])
-    raise invalid_request(
-        f"Unsupported source type {kind!r}: use 'base64' or 'url'.", param=f"{param}.source"
-    )
+    raise invalid(f"{param}.source", f"unsupported source type {kind!r}: use 'base64' or 'url'")
 
 
 def _part(block: Item, param: str) -> Item:
@@ -111,9 +71,7 @@ def _part(block: Item, param: str) -> Item:
         else:
             part["file_url"] = url
         return part
-    raise invalid_request(
-        f"Content blocks of type {kind!r} are not supported here.", param=f"{param}.type"
-    )
+    raise invalid(f"{param}.type", f"content blocks of type {kind!r} are not supported here")
 
 
 def _tool_output(block: Item, param: str) -> Item:
@@ -126,7 +84,7 @@ def _tool_output(block: Item, param: str) -> Item:
         if all(part["type"] == "input_text" for part in output):
             output = "\n".join(part["text"] for part in output)
     else:
-        raise invalid_request("tool_result content must be a string or blocks.", param=param)
+        raise invalid(f"{param}.content", "Input should be a valid string or a list of blocks")
     made: Item = {
         "type": "function_call_output",
         "call_id": str(block.get("tool_use_id") or ""),
@@ -138,10 +96,12 @@ def _tool_output(block: Item, param: str) -> Item:
 
 
 def _blocks(content: Any, param: str) -> list[Item]:
+    if content is None:
+        raise invalid(param, "Field required")
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
-        raise invalid_request("content must be a string or a list of blocks.", param=param)
+        raise invalid(param, "Input should be a valid string or a list of blocks")
     return content
 
 
@@ -174,9 +134,8 @@ def _assistant_items(content: Any, param: str, seals: ThinkingSeals) -> list[Ite
         elif kind in ("thinking", "redacted_thinking"):
             items += seals.items(block, where)
         else:
-            raise invalid_request(
-                f"Assistant content blocks of type {kind!r} are not supported here.",
-                param=f"{where}.type",
+            raise invalid(
+                f"{where}.type", f"assistant content blocks of type {kind!r} are not supported here"
             )
     return items
 
@@ -196,10 +155,7 @@ def input_items(messages: list[Item], seals: ThinkingSeals) -> list[Item]:
             parts = [_part(block, f"{param}.content.{n}") for n, block in enumerate(blocks)]
             items.append({"type": "message", "role": "system", "content": parts})
         else:
-            raise invalid_request(
-                f"Unexpected role {role!r}: messages are 'user', 'assistant' or 'system'.",
-                param=f"{param}.role",
-            )
+            raise invalid(f"{param}.role", "Input should be 'user', 'assistant' or 'system'")
     return items
 
 
@@ -207,10 +163,10 @@ def _tools(tools: list[Item] | None) -> list[Item]:
     made = []
     for index, tool in enumerate(tools or []):
         if tool.get("type") not in _CLIENT_TOOL_TYPES:
-            raise invalid_request(
-                f"Tools of type {tool.get('type')!r} are not supported through this gateway: "
-                "offer them as client tools with an input_schema.",
-                param=f"tools.{index}.type",
+            raise invalid(
+                f"tools.{index}.type",
+                f"tools of type {tool.get('type')!r} are not supported through this gateway: "
+                "offer them as client tools with an input_schema",
             )
         function: Item = {"type": "function", "name": tool.get("name"), "strict": False}
         if tool.get("description"):
@@ -230,7 +186,7 @@ def _tool_choice(choice: Item | None) -> tuple[Any, bool]:
         return {"type": "function", "name": str(choice.get("name") or "")}, parallel
     modes = {"auto": "auto", "any": "required", "none": "none"}
     if kind not in modes:
-        raise invalid_request(f"Unknown tool_choice type {kind!r}.", param="tool_choice.type")
+        raise invalid("tool_choice.type", f"unknown tool_choice type {kind!r}")
     return modes[str(kind)], parallel
 
 
@@ -258,9 +214,7 @@ def _format(body: MessagesBody) -> Item | None:
 def responses_fields(body: MessagesBody, seals: ThinkingSeals) -> Item:
     """The fields of the Responses request ``body`` asks for."""
     if body.mcp_servers:
-        raise invalid_request(
-            "'mcp_servers' is not supported through this gateway.", param="mcp_servers"
-        )
+        raise invalid("mcp_servers", "not supported through this gateway")
     choice, parallel = _tool_choice(body.tool_choice)
     fields: Item = {
         "model": body.model,

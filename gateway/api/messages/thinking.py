@@ -18,9 +18,9 @@ import orjson
 
 from session import new_item_id
 
-from ...errors import invalid_request
 from ...sealing import REASONING_PREFIX, THINKING_PREFIX, Sealer
 from ...upstream.reasoning_state import ReasoningState
+from .body import invalid
 
 Block = dict[str, Any]
 Item = dict[str, Any]
@@ -76,9 +76,7 @@ class ThinkingSeals:
         if isinstance(signature, str) and signature.startswith(THINKING_PREFIX):
             text = self._sealer.open(self._project, signature, THINKING_PREFIX)
             if text is None:
-                raise invalid_request(
-                    "Invalid `signature` in `thinking` block.", param=f"{param}.signature"
-                )
+                raise invalid(param, "Invalid `signature` in `thinking` block")
             sealed = orjson.loads(text)
             if sealed.get("model") != self._model:
                 return []
