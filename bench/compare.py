@@ -34,6 +34,7 @@ from typing import Any
 import anyio
 import httpx
 
+from .fake_chat import serve_command
 from .load import Result, first_byte_ms, free_port, rss_kib, running, wrk
 from .storage import seed, seeded_messages, throwaway_schema
 from .syncs import sync_counts, sync_latency_ms
@@ -149,21 +150,7 @@ def run(
         upstream = f"http://127.0.0.1:{upstream_port}"
         upstream_pid = stack.enter_context(
             running(
-                [
-                    python,
-                    "-m",
-                    "uvicorn",
-                    "bench.fake_chat:app",
-                    "--port",
-                    str(upstream_port),
-                    "--loop",
-                    "uvloop",
-                    "--http",
-                    "httptools",
-                    "--log-level",
-                    "warning",
-                    "--no-access-log",
-                ],
+                serve_command(python, upstream_port),
                 f"{upstream}/v1/chat/completions",
             )
         )

@@ -48,3 +48,22 @@ async def chat(request: Request) -> Response:
 
 
 app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def serve_command(python: str, port: int) -> list[str]:
+    """The command that serves :data:`app` on ``port`` as fast as uvicorn can."""
+    return [
+        python,
+        "-m",
+        "uvicorn",
+        "bench.fake_chat:app",
+        "--port",
+        str(port),
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+        "--log-level",
+        "warning",
+        "--no-access-log",
+    ]

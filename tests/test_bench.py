@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from bench import compare, storage, stream_length
+from bench import compare, edges, storage, stream_length
 from bench.syncs import strace_unusable
 
 from .adapter_targets import POSTGRES_DSN_VARIABLE
@@ -50,6 +50,30 @@ def test_the_side_by_side_benchmark_runs() -> None:
         assert counts["gateway (memory)"] == 0
     else:
         assert "Syncs per turn not counted" in report
+
+
+# Sixteen 1 s loads, and a gateway to start; longer than the suite's default on a loaded machine.
+@pytest.mark.timeout(300)
+def test_the_edges_benchmark_runs() -> None:
+    if shutil.which("wrk") is None:
+        pytest.skip("bench.edges needs wrk: apt-get install wrk (.ci/run installs it)")
+    report = edges.run(seconds=1)
+    assert report.startswith("1 s per load, wrk -t1"), report
+    table = [line for line in report.splitlines() if line.startswith("| ")]
+    header, *rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
+    assert header == edges.HEADER
+    names = [edge.name for edge in edges.EDGES]
+    assert [(row[0], row[1]) for row in rows] == [
+        *((name, "no") for name in names),
+        *((name, "yes") for name in names),
+    ]
+    assert all(len(row) == len(header) for row in rows), report
+    assert all(row[-1] == "0" for row in rows), report  # no errors
+    direct = [row for row in rows if row[0] == names[0]]
+    assert all(row[5] == row[6] == "-" for row in direct), report
+    gateway = [row for row in rows if row[0] != names[0]]
+    assert all(row[5][0] in "+-" and row[6].endswith("x") for row in gateway), report
+    assert all(float(cell.replace(",", "")) > 0 for row in rows for cell in row[2:5]), report
 
 
 def test_the_stream_length_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
