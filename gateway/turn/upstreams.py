@@ -8,6 +8,7 @@ import functools
 import logging
 import random
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 
 from session.shared import SharedLimits
@@ -25,6 +26,9 @@ from ..upstream.prices import Price, price_of
 from ..upstream.routing import Candidate, RoutedUpstream, plan
 
 logger = logging.getLogger(__name__)
+
+
+UNLISTED_PRICES = 1024  # prices kept of names only default_provider routes
 
 
 class Upstreams:
@@ -53,6 +57,9 @@ class Upstreams:
             for name, listed in config.models.items()
             for route in config.routes(name)
         }
+        # Names only ``default_provider`` routes are chosen by clients: their prices are
+        # kept for the most recent few, not for every name ever sent.
+        self._unlisted_prices: OrderedDict[tuple[str, str], Price | None] = OrderedDict()
 
     def route(self, model: str) -> Route:
         """Where ``model`` goes; a 404 ``model_not_found`` if nothing routes it."""
@@ -135,12 +142,19 @@ class Upstreams:
         )
 
     def _price(self, model: str, route: Route) -> Price | None:
-        """How a deployment's turns are priced (a name only ``default_provider`` routes is
-        looked up on each turn: clients choose those names, so they are not kept)."""
+        """How a deployment's turns are priced: a listed model's as looked up at start, a
+        name only ``default_provider`` routes looked up once while it is among the
+        ``UNLISTED_PRICES`` names used last."""
         key = (model, route.deployment)
         if key in self._prices:
             return self._prices[key]
-        return price_of(route.provider, route.upstream_model, None)
+        if key in self._unlisted_prices:
+            self._unlisted_prices.move_to_end(key)
+            return self._unlisted_prices[key]
+        price = self._unlisted_prices[key] = price_of(route.provider, route.upstream_model, None)
+        if len(self._unlisted_prices) > UNLISTED_PRICES:
+            self._unlisted_prices.popitem(last=False)
+        return price
 
     async def _key_rate(self, candidate: Candidate) -> float:
         """Take a call from the candidate key's shared bucket (see routing)."""
