@@ -192,7 +192,16 @@ async def responses(request: Request) -> Response:
             ],
             "idle": lambda: _then_silent(hello[0], 2.0),
             "endless": lambda: _slowly(hello, 0.05, repeat=True),
-            "huge_stream": lambda: _text_events("x" * HUGE_BYTES),
+            # The first event itself over the size limit, however its bytes arrive.
+            "huge_stream": lambda: [
+                _event(
+                    {
+                        "type": "response.output_item.added",
+                        "output_index": 0,
+                        "item": {**_MESSAGE, "status": "in_progress", "padding": "x" * HUGE_BYTES},
+                    }
+                )
+            ],
             "drip_after_start": lambda: _then_drip(hello[0]),
         }
         return _stream(streams[fault]())

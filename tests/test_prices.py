@@ -22,7 +22,9 @@ def test_an_unlisted_names_price_is_looked_up_once_and_few_are_kept() -> None:
         },
         env={},
     )
-    upstreams = Upstreams(config, {}, Metrics(), Sealer("a-secret-of-sixteen-or-more"), InProcessLimits())
+    upstreams = Upstreams(
+        config, {}, Metrics(), Sealer("a-secret-of-sixteen-or-more"), InProcessLimits()
+    )
     route = upstreams.route("gpt-4o-mini")
     first = upstreams._price("gpt-4o-mini", route)
     assert first is not None and first.source == "genai-prices"
