@@ -11,8 +11,8 @@ from .agent_store import AgentStore, CursorKey, MemoryRunner
 from .browse import TurnQuery, UsageSample, newest_first, sample_of, unstored_sample
 from .chain import DEFAULT_MAX_DEPTH
 from .conversations import Conversation, StoredConversation
-from .errors import ConversationNotFound, ItemNotFound, KeyNotFound, ResponseNotFound
-from .keys import ApiKey
+from .errors import ConversationNotFound, ItemNotFound, ResponseNotFound
+from .memory_keys import MemoryKeys
 from .memory_records import ConversationState, Serialised, serialised_chain_turn
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
 from .paging import Order, page_items
@@ -23,7 +23,7 @@ from .turn_cache import TurnCache, resolve_cached
 from .usage import Pruned, UnstoredTurn, UsageRecord, UsageRow, usage_of
 
 
-class MemoryStore(InProcessLimits):
+class MemoryStore(InProcessLimits, MemoryKeys):
     """Keeps records serialised, so callers mutating what they saved or read change nothing.
 
     Chains are resolved as the other backends do: through a cache of decoded turns (its
@@ -33,7 +33,8 @@ class MemoryStore(InProcessLimits):
     """
 
     def __init__(self, *, max_depth: int = DEFAULT_MAX_DEPTH, cache_turns: int = 20_000) -> None:
-        super().__init__()
+        InProcessLimits.__init__(self)
+        MemoryKeys.__init__(self)
         self._max_depth = max_depth
         self._cache = TurnCache(cache_turns)
         self._deletions = 0  # the deletion generation
@@ -43,8 +44,6 @@ class MemoryStore(InProcessLimits):
         self._ledger: list[UsageRecord] = []  # tokens no stored turn holds
         self._unstored: list[UnstoredTurn] = []  # figures of turns sent with store: false
         self._conversations: dict[str, dict[str, ConversationState]] = {}
-        self._keys: dict[str, str] = {}  # key id -> JSON
-        self._secrets: dict[str, str] = {}
         self._agent = MemoryRunner(migrate)
         self._cursor_key = CursorKey(self.shared_secret)
         # (project, response id) -> sequence number -> (event JSON, time kept)
@@ -380,29 +379,6 @@ class MemoryStore(InProcessLimits):
     def agent(self, project: str = "default") -> AgentStore:
         """The agent Store of ``project``, in this process."""
         return AgentStore(self._agent, project, cursor_key=self._cursor_key)
-
-    async def shared_secret(self, name: str, candidate: str) -> str:
-        return self._secrets.setdefault(name, candidate)
-
-    async def create_key(self, key: ApiKey) -> None:
-        self._keys[key.id] = key.model_dump_json()
-
-    async def find_key(self, secret_hash: str) -> ApiKey | None:
-        keys = (ApiKey.model_validate_json(key) for key in self._keys.values())
-        return next((key for key in keys if key.secret_hash == secret_hash), None)
-
-    async def list_keys(self, project: str | None = None) -> list[ApiKey]:
-        keys = [ApiKey.model_validate_json(key) for key in self._keys.values()]
-        return [key for key in keys if project is None or key.project == project]
-
-    async def revoke_key(self, key_id: str) -> ApiKey:
-        if key_id not in self._keys:
-            raise KeyNotFound(key_id)
-        key = ApiKey.model_validate_json(self._keys[key_id])
-        if key.revoked_at is None:
-            key = key.model_copy(update={"revoked_at": time.time()})
-            self._keys[key_id] = key.model_dump_json()
-        return key
 
     async def ping(self) -> None:
         return None

@@ -44,41 +44,13 @@ from .failures import (
     host_and_port,
     scrub,
 )
+from .payloads import Body, request_data
 from .rate_limits import retry_after
 from .translation_cache import EncodedInputs
 
 logger = logging.getLogger("gateway.upstream")
 
 _ERROR_BODY_LIMIT = 64 * 1024
-
-
-# A request body: an object to encode, or JSON in pieces (see ``object_with_array``).
-Body = dict[str, Any] | list[bytes]
-
-
-class JSONPieces(aiohttp.payload.Payload):
-    """A JSON body written as the pieces it was made of: a long context it holds is sent
-    from where it is kept, without a copy of the whole body in between."""
-
-    _value: list[bytes]
-    _autoclose = True  # nothing to release
-
-    def __init__(self, pieces: list[bytes]) -> None:
-        super().__init__(pieces, content_type="application/json")
-        self._size = sum(map(len, pieces))
-
-    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
-        return b"".join(self._value).decode(encoding, errors)
-
-    async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:
-        for piece in self._value:
-            await writer.write(piece)
-
-
-def _data(payload: Body) -> bytes | JSONPieces:
-    if isinstance(payload, dict):
-        return orjson.dumps(payload)
-    return payload[0] if len(payload) == 1 else JSONPieces(payload)
 
 
 class ProviderClient:
@@ -175,7 +147,7 @@ class ProviderClient:
         try:
             response = await self._session.post(
                 self._base_url + path,
-                data=_data(payload),
+                data=request_data(payload),
                 headers=self._headers,
                 timeout=limits,
                 allow_redirects=False,
