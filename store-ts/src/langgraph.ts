@@ -14,6 +14,8 @@ import {
   compareWritesSortKeys,
   getCheckpointId,
   JsonPlusSerializer,
+  maxChannelVersion,
+  TASKS,
   WRITES_IDX_MAP,
   writesSortKey,
   type ChannelVersions,
@@ -112,9 +114,11 @@ export class GatewayCheckpointer extends BaseCheckpointSaver<number> {
     const writes = [...row.writes].sort((a, b) =>
       compareWritesSortKeys(writesSortKey(a[3], a[0], a[1]), writesSortKey(b[3], b[0], b[1])),
     );
+    const checkpoint: Checkpoint = await this.load(row.checkpoint);
+    if (checkpoint.v < 4 && row.parent_id) await this.migratePendingSends(checkpoint, row);
     const tuple: CheckpointTuple = {
       config: { configurable: { ...where, checkpoint_id: row.checkpoint_id } },
-      checkpoint: await this.load(row.checkpoint),
+      checkpoint,
       metadata: await this.load(row.metadata),
       pendingWrites: await Promise.all(
         writes.map(async (w) => [w[0], w[2], await this.load(w[4])] as [string, string, unknown]),
@@ -126,8 +130,26 @@ export class GatewayCheckpointer extends BaseCheckpointSaver<number> {
     return tuple;
   }
 
+  /** A checkpoint of format 3 or older: its parent's pending sends become its `TASKS` channel,
+   * as LangGraph's own savers read them. */
+  private async migratePendingSends(checkpoint: Checkpoint, row: Row): Promise<void> {
+    const parent = await this.call<Row | null>("langgraph.get", {
+      thread_id: row.thread_id,
+      checkpoint_ns: row.checkpoint_ns,
+      checkpoint_id: row.parent_id,
+    });
+    const sends = (parent?.writes ?? []).filter((w) => w[2] === TASKS);
+    const values = checkpoint.channel_values as Record<string, unknown>;
+    values[TASKS] = await Promise.all(sends.map((w) => this.load(w[4])));
+    const versions = checkpoint.channel_versions as Record<string, number | string>;
+    versions[TASKS] = Object.keys(versions).length
+      ? maxChannelVersion(...Object.values(versions))
+      : this.getNextVersion(undefined);
+  }
+
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const conf = configurable(config);
+    if (conf.thread_id === undefined) return undefined;
     const row = await this.call<Row | null>("langgraph.get", {
       thread_id: conf.thread_id,
       checkpoint_ns: conf.checkpoint_ns ?? "",
