@@ -124,3 +124,13 @@ async function healthy(url: string): Promise<void> {
 export function backends(): ("sqlite" | "postgres")[] {
   return process.env.GATEWAY_TEST_POSTGRES_DSN ? ["sqlite", "postgres"] : ["sqlite"];
 }
+
+/** Run a command of `python_side.py` against a gateway; its JSON answer. */
+export function pythonSide(command: string, url: string, apiKey: string, ...args: string[]): any {
+  const ran = spawnSync(PYTHON, [join(import.meta.dirname, "python_side.py"), command, url, apiKey, ...args], {
+    cwd: REPO,
+    encoding: "utf8",
+  });
+  if (ran.status !== 0) throw new Error(`python_side.py ${command} failed:\n${ran.stderr}`);
+  return JSON.parse(ran.stdout);
+}
