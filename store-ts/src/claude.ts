@@ -119,7 +119,7 @@ export class ClaudeSessionStore implements SessionStore {
     }
   }
 
-  load(key: SessionKey): Promise<SessionStoreEntry[] | null> {
+  async load(key: SessionKey): Promise<SessionStoreEntry[] | null> {
     return this.call("claude.load", { key: wireKey(key) });
   }
 
@@ -142,7 +142,7 @@ export class ClaudeSessionStore implements SessionStore {
     await this.call("claude.delete", { key: wireKey(key) });
   }
 
-  listSubkeys(key: { projectKey: string; sessionId: string }): Promise<string[]> {
+  async listSubkeys(key: { projectKey: string; sessionId: string }): Promise<string[]> {
     return this.call("claude.list_subkeys", { key: wireKey(key) });
   }
 }
