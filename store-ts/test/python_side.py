@@ -1,6 +1,6 @@
 """The Python side of the cross-language round trips: each command prints its result as JSON.
 
-    python python_side.py COMMAND BASE_URL API_KEY ARGS...
+python python_side.py COMMAND BASE_URL API_KEY ARGS...
 """
 
 import asyncio
