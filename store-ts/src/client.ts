@@ -21,8 +21,26 @@ import type {
 
 export const RETRIES = 3;
 const RETRIED_STATUS = new Set([429, 502, 503, 504]);
-/** The adapters' operations that are not safe to send again (see `session/agent_store/calls.py`). */
-const NOT_RETRIED_CALLS = new Set(["claude.append"]);
+/** The adapters' operations safe to send again (`session/agent_store/calls.py`): all but
+ * `claude.append`, whose entries need not have a `uuid`. */
+const RETRIED_CALLS = new Set([
+  "claude.load",
+  "claude.list_sessions",
+  "claude.summary",
+  "claude.put_summary",
+  "claude.list_summaries",
+  "claude.delete",
+  "claude.list_subkeys",
+  "langgraph.put",
+  "langgraph.put_writes",
+  "langgraph.get",
+  "langgraph.list",
+  "langgraph.delete_thread",
+  "langgraph.delete_for_runs",
+  "langgraph.copy_thread",
+  "langgraph.prune",
+  "langgraph.store",
+]);
 
 export interface StoreOptions {
   /** The gateway's root, e.g. `http://127.0.0.1:8080`; default `GATEWAY_URL`. */
@@ -44,7 +62,7 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-interface Request {
+interface Sent {
   method: string;
   path: string;
   retry: boolean;
@@ -90,7 +108,7 @@ export class Store {
     };
   }
 
-  private async send<T>(request: Request): Promise<T> {
+  private async send<T>(request: Sent): Promise<T> {
     const url = new URL(this.root + request.path);
     for (const [name, value] of Object.entries(request.query ?? {})) {
       if (value !== null && value !== undefined) url.searchParams.set(name, String(value));
@@ -122,7 +140,7 @@ export class Store {
     throw failure;
   }
 
-  private async orNull<T>(request: Request): Promise<T | null> {
+  private async orNull<T>(request: Sent): Promise<T | null> {
     try {
       return await this.send<T>(request);
     } catch (error) {
@@ -264,7 +282,7 @@ export class Store {
   /** Run a framework adapter's named operation (`claude.*`, `langgraph.*`). */
   async call<T = unknown>(name: string, args: Record<string, unknown>): Promise<T> {
     const path = `/calls/${segment(name)}`;
-    const retry = !NOT_RETRIED_CALLS.has(name);
+    const retry = RETRIED_CALLS.has(name);
     const data = await this.send<{ result: T }>({ method: "POST", path, retry, body: args });
     return data.result;
   }

@@ -187,11 +187,12 @@ export class GatewayCheckpointer extends BaseCheckpointSaver<number> {
       checkpoint_id: checkpoint.id,
     };
     const full = metadata as Record<string, unknown>;
+    const runId = full.run_id ?? (config.metadata as Record<string, unknown> | undefined)?.run_id;
     await this.call("langgraph.put", {
       checkpoint: {
         ...where,
         parent_id: conf.checkpoint_id ?? null,
-        run_id: typeof full.run_id === "string" ? full.run_id : null,
+        run_id: typeof runId === "string" ? runId : null,
         checkpoint: await this.dump(checkpoint),
         metadata: await this.dump(metadata),
         filter: jsonSafe(full),

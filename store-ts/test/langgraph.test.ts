@@ -69,6 +69,14 @@ describe.each(gatewayUrls())("LangGraph on %s", (_backend, url) => {
     await checkpointer.deleteThread(a);
     expect(await checkpointer.getTuple({ configurable: { thread_id: a } })).toBeUndefined();
     expect(await checkpointer.getTuple({ configurable: { thread_id: b } })).toBeDefined();
+    const run = { configurable: { thread_id: a, checkpoint_ns: "" }, metadata: { run_id: "run-1" } };
+    const checkpoint = { v: 4, id: "1f000000-0000-6000-8000-000000000001", ts: new Date().toISOString(),
+      channel_values: { notes: ["x"] }, channel_versions: { notes: 1 }, versions_seen: {} };  // prettier-ignore
+    await checkpointer.put(run, checkpoint, { source: "input", step: -1, parents: {} }, {});
+    expect(await checkpointer.getTuple({ configurable: { thread_id: a } })).toBeDefined();
+    await checkpointer.deleteForRuns(["run-1"]);
+    expect(await checkpointer.getTuple({ configurable: { thread_id: a } })).toBeUndefined();
+    expect(await checkpointer.getTuple({ configurable: { thread_id: b } })).toBeDefined();
   });
 
   it("keeps long-term memory, shared with Python", async () => {
