@@ -27,6 +27,8 @@ describe.each(gatewayUrls())("the Store on %s", (_backend, url) => {
     const generated = await store.createConversation();
     expect(generated.conversationId).toMatch(/^conv_/);
     expect(generated.metadata).toEqual({});
+    const unchanged = await store.updateConversation(id, { metadata: {} });
+    expect(unchanged.updatedAt).toBe(created.updatedAt);
     const merged = await store.updateConversation(id, { metadata: { a: null, b: { y: 2 }, c: [1] } });
     expect(merged.metadata).toEqual({ b: { y: 2 }, c: [1] });
     const missing = await refusal(store.updateConversation(unique("nope"), { metadata: {} }));
@@ -93,6 +95,32 @@ describe.each(gatewayUrls())("the Store on %s", (_backend, url) => {
     const none = await refusal(store.appendMessages(c, []));
     expect(none.code).toBe("BadRequest");
     expect((await store.getConversation(c))?.messageCount).toBe(100);
+    const page = await refusal(store.listMessages(c, { limit: 1001 }));
+    expect(page.code).toBe("BadRequest");
+    expect((await store.listMessages(c, { limit: 1000 })).items.length).toBe(100);
+  });
+
+  it("refuses ids with NUL characters alike, naming them", async () => {
+    for (const [attempt, param] of [
+      [() => store.createConversation({ conversationId: "a\u0000b" }), "conversationId"],
+      [() => store.getConversation("a\u0000b"), "conversationId"],
+      [() => store.appendMessage("a\u0000b", { payload: "x" }), "conversationId"],
+      [() => store.listMessages("a\u0000b"), "conversationId"],
+      [() => store.deleteConversation("a\u0000b"), "conversationId"],
+      [() => store.getMessage("m\u0000"), "messageId"],
+      [() => store.deleteMessage("m\u0000"), "messageId"],
+    ] as [() => Promise<unknown>, string][]) {
+      const refused = await refusal(attempt());
+      expect([refused.code, refused.param]).toEqual(["BadRequest", param]);
+    }
+  });
+
+  it("checks a named call's arguments before using them", async () => {
+    const refused = await refusal(store.call("claude.list_sessions", { project_key: 1 }));
+    expect([refused.code, refused.param]).toEqual(["BadRequest", "project_key"]);
+    const unknown = await refusal(store.call("claude.nothing", {}));
+    expect([unknown.code, unknown.param]).toEqual(["BadRequest", "name"]);
+    expect(await store.call("claude.list_sessions", { project_key: unique("p") })).toEqual([]);
   });
 
   it("clears messages, keeping the conversation, its state and its seq", async () => {
