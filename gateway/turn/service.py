@@ -149,20 +149,22 @@ class ResponsesService:
 
     async def _history_and_types(
         self, body: CreateResponseBody, project: str
-    ) -> tuple[list[Item], frozenset[str | None] | None]:
-        """The history and, when known without a scan, the item types it holds."""
+    ) -> tuple[list[Item], frozenset[str | None] | None, Item | None]:
+        """The history, the item types it holds when known without a scan, and for a
+        chain how its newest turn was routed (``{}`` if that is not recorded)."""
         try:
             if body.previous_response_id is not None:
                 chain = await self.store.resolve_chain(project, body.previous_response_id)
                 self.metrics.chain_depth.observe(len(chain.turns))
-                return chain.items, chain.types
+                return chain.items, chain.types, chain.turns[-1].route or {}
             if body.conversation_id is not None:
-                return await self.store.conversation_items(project, body.conversation_id), None
+                items = await self.store.conversation_items(project, body.conversation_id)
+                return items, None, None
         except ConversationNotFound as error:
             raise not_found(error.message, param="conversation", code=error.code) from None
         except ResponseNotFound as error:  # other store errors reach the edge as they are
             raise previous_response_not_found(error) from None
-        return [], frozenset()
+        return [], frozenset(), None
 
     @asynccontextmanager
     async def turn(
@@ -178,9 +180,9 @@ class ResponsesService:
         async with AsyncExitStack() as stack:
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))
-            types = None
+            types, parent_route = None, None
             if history is None:  # else the caller resolved it (a WebSocket's last response)
-                history, types = await self._history_and_types(body, project)
+                history, types, parent_route = await self._history_and_types(body, project)
             # The body is validated already: the records are built without validating again.
             fields = {key: getattr(body, key) for key in RequestSnapshot.model_fields}
             fields["input"] = normalise_input(body.input)
@@ -215,7 +217,15 @@ class ResponsesService:
                 )
                 request, history_count = shorter or (request, history_count)
             await self.upstreams.cooldowns.refresh()
-            upstream = self.upstreams.routed(body.model, project)
+            sticky = await self.upstreams.sticky(
+                body.model,
+                project,
+                request["input"],
+                parent_route,
+                body.conversation_id,
+                body.prompt_cache_key,
+            )
+            upstream = self.upstreams.routed(body.model, project, sticky)
             upstream = await with_hosted(  # MCP, web search: the tools the gateway runs
                 upstream,
                 self.config,

@@ -11,6 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 
+from session import Item, SessionError
 from session.shared import SharedLimits
 
 from ..config import GatewayConfig, Route
@@ -21,6 +22,8 @@ from ..observability.metrics import Metrics
 from ..routing_settings import RetrySettings
 from ..sealing import Sealer
 from ..upstream import ProviderClient, ReasoningState, Upstream, build_upstream
+from ..upstream.affinity import Sticky, TurnAffinity, preferred, route_target, shared_name
+from ..upstream.bound_items import bound_origin, origin_of
 from ..upstream.cooldowns import Cooldowns
 from ..upstream.prices import Price, price_of
 from ..upstream.routing import Candidate, RoutedUpstream, plan
@@ -102,7 +105,7 @@ class Upstreams:
         client = self._clients.get(route.provider_name)
         if client is not None and candidate.key is not None:
             client = client.with_key(candidate.key.key)
-        state = ReasoningState(self.sealer, project, route.deployment)
+        state = ReasoningState(self.sealer, project, self._origin(candidate))
         inner = build_upstream(route, client, state)
         return MeteredUpstream(
             inner,
@@ -116,11 +119,66 @@ class Upstreams:
             attempt=only,
         )
 
-    def routed(self, model: str, project: str) -> Upstream:
-        """What answers ``model``'s turns: its deployments and keys, tried in turn, then
-        its fallbacks (see :mod:`gateway.upstream.routing`); a model with one of each
-        and no retries is just its adapter."""
+    async def sticky(
+        self,
+        model: str,
+        project: str,
+        items: list[Item],
+        parent_route: Item | None,
+        conversation: str | None,
+        cache_key: str | None,
+    ) -> Sticky:
+        """Where a turn of ``model`` would rather go (see :mod:`gateway.upstream.affinity`):
+        nowhere in particular for a model with one deployment and key."""
+        if self._single(model):
+            return Sticky()
+        origin = bound_origin(self.sealer, project, items)
+        if not self.config.routing.affinity:
+            return Sticky(origin=origin)
+        names = []
+        if conversation is not None:
+            names.append(shared_name("conversation", project, conversation))
+        if cache_key is not None:
+            names.append(shared_name("prompt_cache_key", project, cache_key, model))
+        target = route_target(parent_route)
+        if parent_route is not None:
+            return Sticky("chain", target, tuple(names), origin)
+        for name in names:
+            try:
+                target = await self.shared.affinity(name, time.time())
+            except SessionError as error:  # routed as if unknown
+                logger.warning("an affinity could not be read: %s", error.message)
+            if target is not None:
+                break
+        source = "conversation" if conversation is not None else "prompt_cache_key"
+        return Sticky(source if names else "", target, tuple(names), origin)
+
+    def _single(self, model: str) -> bool:
+        """Whether ``model`` has one deployment, one key and no fallbacks."""
+        routes = self.config.routes(model)
+        listed = self.config.models.get(model)
+        return (
+            len(routes) == 1
+            and len(routes[0].provider.api_keys) <= 1
+            and not (listed is not None and (listed.fallbacks or listed.context_window_fallbacks))
+        )
+
+    def routed(self, model: str, project: str, sticky: Sticky | None = None) -> Upstream:
+        """What answers ``model``'s turns: its deployments and keys, tried in turn (the
+        ``sticky`` target and the bound items' origin first), then its fallbacks (see
+        :mod:`gateway.upstream.routing`); a model with one of each and no retries is just
+        its adapter."""
         plans = plan(self.config, model, self.cooldowns, self._rng)
+        affinity = None
+        if sticky is not None and (sticky.source or sticky.origin):
+            plans, reason = preferred(plans, sticky, self.cooldowns, self._origin)
+            affinity = TurnAffinity(
+                sticky,
+                reason,
+                self.shared,
+                self.config.routing.affinity_idle_seconds,
+                self._observe_affinity,
+            )
         listed = self.config.models.get(model)
         larger = listed.context_window_fallbacks if listed is not None else []
         retries = self._retries(model).attempts
@@ -139,7 +197,15 @@ class Upstreams:
             self._retries,
             self._observe_routing,
             self._key_rate,
+            affinity=affinity,
         )
+
+    @staticmethod
+    def _origin(candidate: Candidate) -> str:
+        return origin_of(candidate.route, candidate.key.key if candidate.key else None)
+
+    def _observe_affinity(self, source: str, outcome: str, model: str) -> None:
+        self.metrics.affinity.labels(self.metrics.model_label(model), source, outcome).inc()
 
     def _price(self, model: str, route: Route) -> Price | None:
         """How a deployment's turns are priced: a listed model's as looked up at start, a
