@@ -215,6 +215,7 @@ def test_a_prompt_cache_key_and_a_conversation_stick_to_one_place(
                 prompt_cache_key="repo-42",
             )  # fmt: skip
         by_key = {(account, body["model"]) for account, body in fake.requests}
+        assert {body["prompt_cache_key"] for _, body in fake.requests} == {"repo-42"}
         fake.requests.clear()
         conversation = sdk.conversations.create()
         for number in range(6):
