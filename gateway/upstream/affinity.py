@@ -110,6 +110,8 @@ class TurnAffinity:
     why: str | None = field(default=None, init=False)
 
     async def answered(self, candidate: Candidate, attempts: list[Attempt]) -> None:
+        if self.answered_by is not None:
+            return  # a later model call of the turn (the loop of tools the gateway runs)
         sticky, target = self.sticky, target_of(candidate)
         self.answered_by = target
         if sticky.target is None:
