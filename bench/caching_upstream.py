@@ -125,6 +125,17 @@ class CachingUpstream:
             return JSONResponse(response)
         return StreamingResponse(self._events(response), media_type="text/event-stream")
 
+    async def compact(self, request: Request) -> Response:
+        """Compacts into an item only this account can read; another's reasoning is refused."""
+        body = await request.json()
+        account = self._account(request)
+        with self._lock:
+            self.requests.append((account, body))
+        item = {"id": "cmp_1", "type": "compaction", "encrypted_content": f"enc:{account}:cmp"}
+        usage = {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7}
+        return JSONResponse({"id": "resp_cmp", "object": "response.compaction", "created_at": 1,
+                             "output": [item], "usage": usage})  # fmt: skip
+
     @staticmethod
     async def _events(response: dict[str, Any]) -> AsyncIterator[bytes]:
         events: list[dict[str, Any]] = [
@@ -148,4 +159,9 @@ class CachingUpstream:
 
     @property
     def app(self) -> Starlette:
-        return Starlette(routes=[Route("/v1/responses", self.responses, methods=["POST"])])
+        return Starlette(
+            routes=[
+                Route("/v1/responses", self.responses, methods=["POST"]),
+                Route("/v1/responses/compact", self.compact, methods=["POST"]),
+            ]
+        )

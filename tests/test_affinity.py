@@ -252,3 +252,30 @@ def test_two_instances_on_postgres_share_affinity(
         by_key = {(account, sent["model"]) for account, sent in fake.requests}
     assert len(chained) == 1
     assert len(by_key) == 1
+
+
+def test_a_chain_compacts_with_the_key_that_can_replay_its_reasoning(
+    upstream: tuple[CachingUpstream, str], tmp_path: Path
+) -> None:
+    fake, url = upstream
+    raw = bench.gateway_config(url, tmp_path / "s.db")
+    raw["models"]["agent"]["deployments"] = raw["models"]["agent"]["deployments"][:1]
+    raw["providers"]["east"]["api_keys"][1]["weight"] = 1e6  # the chain starts on the second
+    with serve(create_app(parse_config(raw, env={}))) as gateway:
+        sdk = client(gateway)
+        previous = None
+        for number in range(3):
+            previous = sdk.responses.create(
+                model="agent", input=f"step {number}", previous_response_id=previous
+            ).id
+        account = fake.requests[-1][0]
+        assert account == bench.KEYS[1][-6:]
+        compacted = httpx.post(
+            f"{gateway}/v1/responses/compact",
+            json={"model": "agent", "input": "go on", "previous_response_id": previous},
+        )
+        assert compacted.status_code == 200, compacted.text
+        sent_by, sent = fake.requests[-1]
+    assert sent_by == account
+    reasoning = [i["encrypted_content"] for i in sent["input"] if i.get("type") == "reasoning"]
+    assert len(reasoning) == 3 and all(r.startswith(f"enc:{account}:") for r in reasoning)

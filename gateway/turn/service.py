@@ -122,8 +122,8 @@ class ResponsesService:
     async def compact(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
         """``POST /v1/responses/compact``: the compacted window of the request's context."""
         route = self.upstreams.route(body.model)
-        upstream = self.upstreams.upstream(route, body.model, project)
         context = await self._resolve(body, project)
+        upstream = self.upstreams.upstream(route, body.model, project, context.items)
         answer, usage = await compact(body, route, upstream, context, self.sealer, project)
         await self.record_usage(project, body.model, usage)
         return answer
@@ -131,10 +131,12 @@ class ResponsesService:
     async def count_input_tokens(self, body: InputTokensBody, project: str) -> int:
         """``POST /v1/responses/input_tokens``: the tokens of the whole resolved context."""
         route = self.upstreams.route(body.model) if body.model is not None else None
-        upstream = (
-            self.upstreams.upstream(route, body.model, project) if route and body.model else None
-        )
         context = await self._resolve(body, project)
+        upstream = (
+            self.upstreams.upstream(route, body.model, project, context.items)
+            if route and body.model
+            else None
+        )
         return await count_input_tokens(body, route, upstream, context, self.token_counter)
 
     async def history(self, body: CreateResponseBody, project: str) -> list[Item]:
