@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from .conftest import Gateway
@@ -124,3 +125,39 @@ def test_a_growing_chain_marks_where_its_last_turn_ended(
     assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "user"]
     # The previous request's end (read from the cache) and this one's (written for the next).
     assert marks(sent) == [("system Be brief.", SHORT), ("user one", SHORT), ("user two", SHORT)]
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"prompt_cache_options": {"mode": "always"}}, "prompt_cache_options.mode"),
+        ({"prompt_cache_options": {"ttl": "5m"}}, "prompt_cache_options.ttl"),
+        ({"prompt_cache_options": "explicit"}, "prompt_cache_options"),
+        (
+            {"input": [{"role": "user", "content": [
+                {"type": "input_text", "text": "x", "prompt_cache_breakpoint": {"ttl": "30m"}}
+            ]}]},
+            "input[0].content[0].prompt_cache_breakpoint.mode",
+        ),
+        (
+            {"input": [{"role": "user", "content": [
+                {"type": "input_text", "text": "x",
+                 "prompt_cache_breakpoint": {"mode": "explicit", "ttl": "1h"}}
+            ]}]},
+            "input[0].content[0].prompt_cache_breakpoint.ttl",
+        ),
+    ],
+)  # fmt: skip
+def test_a_malformed_cache_field_is_a_400_naming_it(
+    claude: tuple[Gateway, FakeAnthropic],  # noqa: F811
+    body: dict[str, Any],
+    param: str,
+) -> None:
+    gateway, fake = claude
+    answer = httpx.post(
+        f"{gateway.url}/v1/responses", json={"model": "claude", "input": "hi", **body}
+    )
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert (error["type"], error["param"]) == ("invalid_request_error", param), error
+    assert fake.requests == []
