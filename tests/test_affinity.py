@@ -279,3 +279,27 @@ def test_a_chain_compacts_with_the_key_that_can_replay_its_reasoning(
     assert sent_by == account
     reasoning = [i["encrypted_content"] for i in sent["input"] if i.get("type") == "reasoning"]
     assert len(reasoning) == 3 and all(r.startswith(f"enc:{account}:") for r in reasoning)
+
+
+@pytest.mark.parametrize("store", [True, False])
+def test_a_chain_on_one_websocket_keeps_its_place(
+    upstream: tuple[CachingUpstream, str], tmp_path: Path, store: bool
+) -> None:
+    fake, url = upstream
+    fake.reasoning = False  # else its account alone would keep the key
+    raw = bench.gateway_config(url, tmp_path / "s.db")
+    app = create_app(parse_config(raw, env={}))
+    with serve(app) as gateway, client(gateway).responses.connect() as connection:
+        previous = None
+        for number in range(6):
+            connection.response.create(
+                model="agent", input=f"step {number}", store=store,
+                previous_response_id=previous,  # type: ignore[arg-type]
+            )  # fmt: skip
+            for event in connection:
+                if event.type in ("response.completed", "response.failed", "error"):
+                    break
+            assert event.type == "response.completed", event
+            previous = event.response.id  # type: ignore[union-attr]
+    assert len(fake.requests) == 6
+    assert len({(account, body["model"]) for account, body in fake.requests}) == 1

@@ -179,10 +179,14 @@ class ResponsesService:
         """
         route = self.upstreams.route(body.model)
         check_tools(body.tools, body.model, self.upstreams.providers(body.model), self.config)
+        record_id = new_id("resp")
         async with AsyncExitStack() as stack:
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))
             types, parent_route = None, None
+            # A WebSocket holds its turns' history: their places are kept for the next turn
+            # instead of being read from a stored parent.
+            continued = (body.previous_response_id, record_id) if history is not None else None
             if history is None:  # else the caller resolved it (a WebSocket's last response)
                 history, types, parent_route = await self._history_and_types(body, project)
             # The body is validated already: the records are built without validating again.
@@ -194,7 +198,7 @@ class ResponsesService:
             record = trusted(
                 StoredResponse,
                 {
-                    "id": new_id("resp"),
+                    "id": record_id,
                     "previous_response_id": body.previous_response_id,
                     "conversation_id": body.conversation_id,
                     "project": project,
@@ -226,6 +230,7 @@ class ResponsesService:
                 parent_route,
                 body.conversation_id,
                 body.prompt_cache_key,
+                continued,
             )
             upstream = self.upstreams.routed(body.model, project, sticky)
             upstream = await with_hosted(  # MCP, web search: the tools the gateway runs

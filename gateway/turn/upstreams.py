@@ -135,9 +135,14 @@ class Upstreams:
         parent_route: Item | None,
         conversation: str | None,
         cache_key: str | None,
+        continued: tuple[str | None, str] | None = None,
     ) -> Sticky:
         """Where a turn of ``model`` would rather go (see :mod:`gateway.upstream.affinity`):
-        nowhere in particular for a model with one deployment and key."""
+        nowhere in particular for a model with one deployment and key.
+
+        ``continued`` (the previous response's id, if any, and this one's) is for a turn
+        whose history the caller holds (a WebSocket's): no stored parent is read, so each
+        such turn keeps its place in the shared limits for the next."""
         if self._single(model):
             return Sticky()
         origin = bound_origin(self.sealer, project, items)
@@ -151,7 +156,12 @@ class Upstreams:
         target = route_target(parent_route)
         if parent_route is not None:
             return Sticky("chain", target, tuple(names), origin)
-        for name in names:
+        lookups = list(names)
+        if continued is not None:
+            if continued[0] is not None:
+                lookups.insert(0, shared_name("response", project, continued[0]))
+            names.append(shared_name("response", project, continued[1]))
+        for name in lookups:
             try:
                 target = await self.shared.affinity(name, time.time())
             except SessionError as error:  # routed as if unknown
@@ -159,7 +169,11 @@ class Upstreams:
             if target is not None:
                 break
         source = "conversation" if conversation is not None else "prompt_cache_key"
-        return Sticky(source if names else "", target, tuple(names), origin)
+        if continued is not None and continued[0] is not None:
+            source = "chain"
+        elif conversation is None and cache_key is None:
+            source = ""  # a first turn: its place is kept, it has none to keep to
+        return Sticky(source, target, tuple(names), origin)
 
     def _single(self, model: str) -> bool:
         """Whether ``model`` has one deployment, one key and no fallbacks."""
@@ -178,7 +192,7 @@ class Upstreams:
         its adapter."""
         plans = plan(self.config, model, self.cooldowns, self._rng)
         affinity = None
-        if sticky is not None and (sticky.source or sticky.origin):
+        if sticky is not None and (sticky.source or sticky.names or sticky.origin):
             plans, reason = preferred(plans, sticky, self.cooldowns, self._origin)
             affinity = TurnAffinity(
                 sticky,
