@@ -80,3 +80,6 @@ class CooldownSettings(_Section):
 class RoutingSettings(_Section):
     cooldown: CooldownSettings = Field(default_factory=CooldownSettings)
     redis_url: str | None = None
+    # A chain, conversation or prompt_cache_key goes where its prompt cache is (soft).
+    affinity: bool = True
+    affinity_idle_seconds: float = Field(default=3600.0, gt=0)

@@ -31,7 +31,12 @@ def chain_turn(record: StoredResponse) -> ChainTurn:
         record.status,
         record.request.input,
         record.response.output,
+        _route(record.metadata.get("route")),
     )
+
+
+def _route(value: object) -> Item | None:
+    return value if isinstance(value, dict) else None
 
 
 def assemble_chain(

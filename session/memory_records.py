@@ -41,6 +41,7 @@ def serialised_chain_turn(serialised: str) -> ChainTurn:
         record["status"],
         record["request"]["input"],
         record["response"]["output"],
+        (record.get("metadata") or {}).get("route"),
     )
 
 

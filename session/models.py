@@ -150,6 +150,9 @@ class ChainTurn:
     status: str
     input: list[Item]
     output: list[Item]
+    # How the turn was routed (``metadata.route``: the deployment and key that answered),
+    # for the next turn to go where its prompt cache is.
+    route: Item | None = None
 
 
 @dataclass(frozen=True)

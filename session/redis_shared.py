@@ -3,12 +3,14 @@
 Used when ``routing.redis_url`` is set: every check is one round trip to Redis (a Lua
 script for a request bucket, so that taking a request is atomic across instances), and
 nothing is written to the session store for it. Keys start with ``gateway:``; a bucket
-expires once it would be full again, a spend counter after 40 days.
+expires once it would be full again, a spend counter after 40 days, an affinity when its
+``routing.affinity_idle_seconds`` are over.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -110,6 +112,20 @@ class RedisSharedLimits:
                 await self._redis.delete(self._cooldowns)
             else:
                 await self._redis.hdel(self._cooldowns, name)
+
+    async def affinity(self, name: str, now: float) -> str | None:
+        async with self._calling():
+            found = await self._redis.get(self._prefix + "affinity:" + name)
+        if found is None:
+            return None
+        target, until = json.loads(found)
+        return str(target) if float(until) > now else None
+
+    async def keep_affinity(self, name: str, target: str, until: float, now: float) -> None:
+        seconds = max(1, math.ceil(until - now))  # Redis forgets it by then
+        async with self._calling():
+            value = json.dumps([target, until])
+            await self._redis.set(self._prefix + "affinity:" + name, value, ex=seconds)
 
     async def ping(self) -> None:
         async with self._calling():

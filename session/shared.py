@@ -1,4 +1,5 @@
-"""Limits every gateway instance on one store shares: request rates, spend, cooldowns.
+"""Limits every gateway instance on one store shares: request rates, spend, cooldowns,
+and where a prompt cache key's or a conversation's turns go (routing affinity).
 
 A request rate is a token bucket per name (``per_minute`` requests a minute, bursts up to
 that many); spend is a counter per name; a cooldown is a name resting until a wall-clock
@@ -44,6 +45,14 @@ class SharedLimits(Protocol):
         """End ``name``'s rest, or every rest."""
         ...
 
+    async def affinity(self, name: str, now: float) -> str | None:
+        """The target kept under ``name`` (where its turns went), unless it expired."""
+        ...
+
+    async def keep_affinity(self, name: str, target: str, until: float, now: float) -> None:
+        """Keep ``target`` under ``name`` until ``until``; entries expired by ``now`` go."""
+        ...
+
 
 def refilled(tokens: float, at: float, per_minute: int, now: float) -> float:
     """A bucket's tokens at ``now``, refilled since ``at`` (never past its size)."""
@@ -64,6 +73,7 @@ class InProcessLimits:
         self._buckets: dict[str, tuple[float, float]] = {}
         self._counters: dict[str, float] = {}
         self._rests: dict[str, tuple[float, str]] = {}
+        self._affinity: dict[str, tuple[str, float]] = {}
 
     async def take_request(self, name: str, per_minute: int, now: float) -> float:
         tokens, at = self._buckets.get(name, (float(per_minute), now))
@@ -90,3 +100,12 @@ class InProcessLimits:
             self._rests.clear()
         else:
             self._rests.pop(name, None)
+
+    async def affinity(self, name: str, now: float) -> str | None:
+        target, until = self._affinity.get(name, (None, 0.0))
+        return target if until > now else None
+
+    async def keep_affinity(self, name: str, target: str, until: float, now: float) -> None:
+        for stale in [n for n, (_, end) in self._affinity.items() if end <= now]:
+            del self._affinity[stale]
+        self._affinity[name] = (target, until)

@@ -100,7 +100,23 @@ async def seed(store: SessionStore, *, deep: int = 0) -> Seeded:
     ids["root"], ids["middle"] = "resp_root", "resp_middle"
     ids["branch_a"], ids["branch_b"] = "resp_branch_a", "resp_branch_b"
     await store.save(_turn("resp_root", None, at, "first question", instructions="Be brief."))
-    await store.save(_turn("resp_middle", "resp_root", at + 60, "second question"))
+    moved = {
+        "answered_by": "echo",
+        "key": "echo#0",
+        "attempts": [
+            {"deployment": "primary", "key": "primary#0", "outcome": "http_500", "seconds": 0.1},
+            {"deployment": "echo", "key": "echo#0", "outcome": "answered", "seconds": 1.2},
+        ],
+        "affinity": {
+            "source": "chain",
+            "target": "primary primary#0",
+            "outcome": "moved",
+            "reason": "http_500",
+        },
+    }
+    await store.save(
+        _turn("resp_middle", "resp_root", at + 60, "second question", metadata={"route": moved})
+    )
     await store.save(_turn("resp_branch_a", "resp_middle", at + 120, "branch A question"))
     await store.save(
         _turn("resp_branch_b", "resp_middle", at + 180, "branch B question", status="failed")

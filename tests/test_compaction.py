@@ -164,10 +164,15 @@ def test_a_responses_upstream_compacts_by_itself(gateway: Gateway) -> None:
         f"{gateway.url}/v1/responses/compact",
         json={"model": "resp-model", "input": "next", "previous_response_id": first["id"]},
     ).json()
-    assert compacted["output"][0]["encrypted_content"] == "opaque-upstream"
+    # Only the account that made it can read it: sealed with that account.
+    sealed = compacted["output"][0]["encrypted_content"]
+    assert sealed.startswith("gwr1.") and "opaque-upstream" not in sealed
     sent = gateway.fake.last
     assert sent["model"] == "upstream-resp" and "previous_response_id" not in sent
     assert [item.get("role") for item in sent["input"]] == ["user", "assistant", "user"]
+    # Sent back, the same account receives its own item again.
+    post(gateway.url, {"model": "resp-model", "input": compacted["output"]})
+    assert gateway.fake.last["input"][-1]["encrypted_content"] == "opaque-upstream"
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -203,8 +203,12 @@ def test_a_chain_shows_every_kind_of_item_and_its_branches(admin: Watched) -> No
         "1.250 s",  # latency
         "not stored",  # time to first token
         "https://example.com/cat.png",  # shown as text, not fetched
+        "affinity (chain) moved from primary primary#0: http_500",
     ):
         assert expected in text, expected
+    # Five turns of 100 input tokens, 40 of them cached each.
+    cache = page.inner_text("#chain-cache")
+    assert "prompt cache hit rate 40.0% (200 of 500 input tokens cached" in cache
     image = page.locator(f"#turn-{ids['image']} img.shown")
     assert image.count() == 1
     assert page.evaluate("el => el.naturalWidth", image.element_handle()) == 1

@@ -84,8 +84,8 @@ def test_usage_and_prune_report_what_the_store_holds(tmp_path: Path) -> None:
     assert usage.returncode == 0, usage.stderr
     header, row = usage.stdout.splitlines()
     assert header.split() == [
-        "PROJECT", "KEY", "MODEL", "RESPONSES", "INPUT", "OUTPUT", "CACHED", "REASONING",
-        "COST_USD",
+        "PROJECT", "KEY", "MODEL", "RESPONSES", "INPUT", "OUTPUT", "CACHED", "HIT_RATE",
+        "REASONING", "COST_USD",
     ]  # fmt: skip
     assert row.split()[:4] == ["default", "-", "echo", "2"]
     assert int(row.split()[4]) > 0

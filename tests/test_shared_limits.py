@@ -84,6 +84,18 @@ async def test_cooldowns_end_when_due_or_when_ended(limits: SharedLimits) -> Non
     assert await limits.cooldowns(0.0) == {}
 
 
+async def test_an_affinity_is_kept_until_it_expires(limits: SharedLimits) -> None:
+    assert await limits.affinity("prompt_cache_key:a", 100.0) is None
+    await limits.keep_affinity("prompt_cache_key:a", "east/m east#0", 200.0, 100.0)
+    await limits.keep_affinity("conversation:b", "west/m west#1", 150.0, 100.0)
+    assert await limits.affinity("prompt_cache_key:a", 120.0) == "east/m east#0"
+    assert await limits.affinity("conversation:b", 160.0) is None  # expired
+    # A move replaces it; a later write drops what expired meanwhile.
+    await limits.keep_affinity("prompt_cache_key:a", "east/m east#1", 300.0, 160.0)
+    assert await limits.affinity("prompt_cache_key:a", 170.0) == "east/m east#1"
+    assert await limits.affinity("conversation:b", 100.0) in (None, "west/m west#1")
+
+
 async def test_two_stores_on_one_file_share_their_limits(tmp_path: Path) -> None:
     first, second = SQLiteStore(tmp_path / "s.db"), SQLiteStore(tmp_path / "s.db")
     try:
@@ -93,6 +105,8 @@ async def test_two_stores_on_one_file_share_their_limits(tmp_path: Path) -> None
         assert await second.spent("spend:a") == 1.5
         await second.start_cooldown("east/m", 90.0, "http_500")
         assert await first.cooldowns(60.0) == {"east/m": (90.0, "http_500")}
+        await second.keep_affinity("conversation:c", "east/m east#0", 90.0, 60.0)
+        assert await first.affinity("conversation:c", 60.0) == "east/m east#0"
     finally:
         await first.close()
         await second.close()

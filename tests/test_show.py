@@ -303,3 +303,23 @@ def test_a_fallback_names_its_deployment_and_a_long_key_widens_the_labels() -> N
         "                            west#0  answered  0.2 s",
         '  a_long_label_of_a_client  {"nested": [1]}',
     ]
+
+
+def test_a_turn_that_moved_says_from_where_and_why() -> None:
+    record = turn("resp_moved")
+    record.created_at = CREATED
+    attempt = {"deployment": "west/m", "key": "west#1", "outcome": "answered", "seconds": 0.2}
+    moved = {"source": "chain", "target": "east/m east#0", "outcome": "moved", "reason": "http_500"}
+    record.metadata = {
+        "route": {"answered_by": "west/m", "key": "west#1", "attempts": [attempt],
+                  "affinity": moved},
+    }  # fmt: skip
+    lines = render_response(record).split("\n\n")[0].splitlines()
+    assert lines[-3:] == [
+        "  route        west/m",
+        "               west#1  answered  0.2 s",
+        "               affinity (chain): moved from east/m east#0: http_500",
+    ]
+    record.metadata["route"]["affinity"] = {**moved, "outcome": "kept"}
+    kept = render_response(record).split("\n\n")[0].splitlines()[-1]
+    assert kept.strip() == "affinity (chain): kept on east/m east#0"

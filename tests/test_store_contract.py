@@ -188,6 +188,24 @@ async def test_chain_resolves_oldest_first_with_inputs_then_outputs(store: Sessi
     assert item_ids(chain.items) == ["in_r0_0", "out_r0", "in_r1_0", "out_r1", "in_r2_0", "out_r2"]
 
 
+async def test_a_chains_turns_say_how_each_was_routed(store: SessionStore) -> None:
+    route = {"answered_by": "east/m", "key": "east#1", "attempts": []}
+    first = turn("r0")
+    first.metadata = {"route": route}
+    await store.save(first)
+    unfinished = turn("r1", "r0", status="in_progress")
+    await store.save(unfinished)
+    finished = turn("r1", "r0")
+    finished.metadata = {"route": {**route, "key": "east#0"}}
+    await store.save(finished, overwrite=True)
+    chain = await store.resolve_chain("default", "r1")
+    assert [t.route for t in chain.turns] == [route, {**route, "key": "east#0"}]
+    read = await store.chain_turns("default", "r1", 10)  # type: ignore[attr-defined]
+    assert {t.id: t.route for t in read} == {"r0": route, "r1": {**route, "key": "east#0"}}
+    await store.save(turn("r2", "r1"))
+    assert (await store.resolve_chain("default", "r2")).turns[-1].route is None
+
+
 async def test_instructions_are_absent_from_resolved_items(store: SessionStore) -> None:
     await store.save(turn("r0", instructions="SECRET-OLD-INSTRUCTIONS"))
     await store.save(turn("r1", "r0", instructions="SECRET-NEWER"))

@@ -12,6 +12,7 @@ from ..errors import APIError, invalid_request
 from .json_body import parse_json_object
 from .validation import (
     check_items,
+    check_prompt_cache_options,
     check_reasoning,
     check_text,
     check_tool,
@@ -199,6 +200,7 @@ def check_create_body(parsed: Create) -> Create:
     check_tool_choice_target(parsed.tool_choice, parsed.tools)
     check_text(parsed.text)
     check_reasoning(parsed.reasoning)
+    check_prompt_cache_options((parsed.model_extra or {}).get("prompt_cache_options"))
     if parsed.background and not parsed.store:
         raise invalid_request(
             "Background responses need 'store': true (they are kept to be retrieved).",

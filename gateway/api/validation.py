@@ -126,6 +126,33 @@ def check_content(content: Any, param: str) -> None:
         else:
             for key in ("image_url", "file_id", "file_url", "file_data", "filename", "detail"):
                 _optional(part, key, str, where, "a string")
+        breakpoint = part.get("prompt_cache_breakpoint")
+        if breakpoint is not None:
+            check_breakpoint(breakpoint, f"{where}.prompt_cache_breakpoint")
+
+
+CACHE_TTLS = frozenset({"30m", "12h"})
+
+
+def check_breakpoint(breakpoint: Any, param: str) -> None:
+    """A part's ``prompt_cache_breakpoint``: ``mode`` ``explicit``, an optional ``ttl``."""
+    if not isinstance(breakpoint, dict):
+        raise _type_error(param, "an object")
+    _one_of(_required_str(breakpoint, "mode", param), frozenset({"explicit"}), f"{param}.mode")
+    _one_of(breakpoint.get("ttl"), CACHE_TTLS, f"{param}.ttl")
+
+
+def check_prompt_cache_options(options: Any) -> None:
+    """``prompt_cache_options``: its ``mode`` and ``ttl``, as OpenAI takes them."""
+    if options is None:
+        return
+    param = "prompt_cache_options"
+    if not isinstance(options, dict):
+        raise _type_error(param, "an object")
+    _one_of(options.get("mode"), frozenset({"implicit", "explicit"}), f"{param}.mode")
+    _one_of(options.get("ttl"), CACHE_TTLS, f"{param}.ttl")
+    _optional(options, "prewarm", bool, param, "a boolean")
+    _optional(options, "comparison_response_id", str, param, "a string")
 
 
 def _check_output(item: dict[str, Any], param: str) -> None:

@@ -59,7 +59,20 @@ def _route(route: Any) -> str:
     for row in rows:
         cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
         lines.append("  ".join([*cells, row[3]]).rstrip())
+    affinity = route.get("affinity")
+    if isinstance(affinity, dict):
+        lines.append(_affinity(affinity))
     return "\n".join(lines)
+
+
+def _affinity(affinity: dict[str, Any]) -> str:
+    """A turn's affinity in words: kept, moved (from where, why) or new."""
+    source, target = affinity.get("source"), affinity.get("target")
+    if affinity.get("outcome") == "moved":
+        return f"affinity ({source}): moved from {target}: {affinity.get('reason')}"
+    if affinity.get("outcome") == "kept":
+        return f"affinity ({source}): kept on {target}"
+    return f"affinity ({source}): {affinity.get('outcome') or 'not answered'}"
 
 
 def _metadata_field(key: str, value: Any) -> tuple[str, object]:

@@ -190,11 +190,19 @@ async def _run(args: argparse.Namespace, config: GatewayConfig, stream: BinaryIO
                         "INPUT",
                         "OUTPUT",
                         "CACHED",
+                        "HIT_RATE",
                         "REASONING",
                         "COST_USD",
                     ),
                     [
-                        (row.project, row.key, *astuple(row)[1:7], f"{row.cost_usd:.6f}")
+                        (
+                            row.project,
+                            row.key,
+                            *astuple(row)[1:6],
+                            _hit_rate(row.cached_tokens, row.input_tokens),
+                            row.reasoning_tokens,
+                            f"{row.cost_usd:.6f}",
+                        )
                         for row in rows
                     ],
                 )
@@ -202,6 +210,11 @@ async def _run(args: argparse.Namespace, config: GatewayConfig, stream: BinaryIO
         return 0
     finally:
         await store.close()
+
+
+def _hit_rate(cached: int, input_tokens: int) -> str:
+    """The share of input tokens the provider read from its prompt cache."""
+    return f"{cached / input_tokens:.1%}" if input_tokens else "-"
 
 
 def run(args: argparse.Namespace, config: GatewayConfig) -> int:

@@ -79,6 +79,9 @@ class WatchedStream:
         if result.status == "failed":
             metrics.upstream_errors.labels(*labels, "failed_answer").inc()
         metrics.observe_usage(self._project, labels[1], result.usage)
+        if self._route is not None and result.usage:
+            deployment, key = self._route["answered_by"], self._route["key"] or "-"
+            metrics.observe_prompt_cache(deployment, key, result.usage)
         if self._pricing is not None and result.usage:
             result.cost_usd = self._pricing.cost(result.usage)
             if result.cost_usd is not None:

@@ -109,6 +109,18 @@ class Metrics:
             "Attempts routing made again after one failed, by the failed attempt's outcome.",
             ("provider", "reason"),
         )
+        self.affinity = counter(
+            "gateway_routing_affinity",
+            "Turns with an affinity (chain, conversation, prompt_cache_key): kept where "
+            "their prompt cache is, moved elsewhere, or new.",
+            ("model", "source", "outcome"),
+        )
+        self.prompt_cache_tokens = counter(
+            "gateway_prompt_cache_tokens",
+            "Input tokens of upstream calls by deployment and key: all (input) and those read "
+            "from the provider's prompt cache (cached); cached / input is the hit rate.",
+            ("deployment", "key", "kind"),
+        )
         self.tokens = counter(
             "gateway_tokens", "Tokens reported by upstreams.", ("project", "model", "kind")
         )
@@ -163,6 +175,13 @@ class Metrics:
         for kind, count in zip(TOKEN_KINDS, token_counts(usage), strict=True):
             if count:
                 self.tokens.labels(project, label, kind).inc(count)
+
+    def observe_prompt_cache(self, deployment: str, key: str, usage: dict[str, Any]) -> None:
+        """Count a call's input tokens and those its provider read from the cache."""
+        input_tokens, _, cached, _ = token_counts(usage)
+        if input_tokens:
+            self.prompt_cache_tokens.labels(deployment, key, "input").inc(input_tokens)
+            self.prompt_cache_tokens.labels(deployment, key, "cached").inc(cached)
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text and its content type."""

@@ -122,8 +122,8 @@ class ResponsesService:
     async def compact(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
         """``POST /v1/responses/compact``: the compacted window of the request's context."""
         route = self.upstreams.route(body.model)
-        upstream = self.upstreams.upstream(route, body.model, project)
         context = await self._resolve(body, project)
+        upstream = self.upstreams.upstream(route, body.model, project, context.items)
         answer, usage = await compact(body, route, upstream, context, self.sealer, project)
         await self.record_usage(project, body.model, usage)
         return answer
@@ -131,10 +131,12 @@ class ResponsesService:
     async def count_input_tokens(self, body: InputTokensBody, project: str) -> int:
         """``POST /v1/responses/input_tokens``: the tokens of the whole resolved context."""
         route = self.upstreams.route(body.model) if body.model is not None else None
-        upstream = (
-            self.upstreams.upstream(route, body.model, project) if route and body.model else None
-        )
         context = await self._resolve(body, project)
+        upstream = (
+            self.upstreams.upstream(route, body.model, project, context.items)
+            if route and body.model
+            else None
+        )
         return await count_input_tokens(body, route, upstream, context, self.token_counter)
 
     async def history(self, body: CreateResponseBody, project: str) -> list[Item]:
@@ -149,20 +151,22 @@ class ResponsesService:
 
     async def _history_and_types(
         self, body: CreateResponseBody, project: str
-    ) -> tuple[list[Item], frozenset[str | None] | None]:
-        """The history and, when known without a scan, the item types it holds."""
+    ) -> tuple[list[Item], frozenset[str | None] | None, Item | None]:
+        """The history, the item types it holds when known without a scan, and for a
+        chain how its newest turn was routed (``{}`` if that is not recorded)."""
         try:
             if body.previous_response_id is not None:
                 chain = await self.store.resolve_chain(project, body.previous_response_id)
                 self.metrics.chain_depth.observe(len(chain.turns))
-                return chain.items, chain.types
+                return chain.items, chain.types, chain.turns[-1].route or {}
             if body.conversation_id is not None:
-                return await self.store.conversation_items(project, body.conversation_id), None
+                items = await self.store.conversation_items(project, body.conversation_id)
+                return items, None, None
         except ConversationNotFound as error:
             raise not_found(error.message, param="conversation", code=error.code) from None
         except ResponseNotFound as error:  # other store errors reach the edge as they are
             raise previous_response_not_found(error) from None
-        return [], frozenset()
+        return [], frozenset(), None
 
     @asynccontextmanager
     async def turn(
@@ -175,12 +179,16 @@ class ResponsesService:
         """
         route = self.upstreams.route(body.model)
         check_tools(body.tools, body.model, self.upstreams.providers(body.model), self.config)
+        record_id = new_id("resp")
         async with AsyncExitStack() as stack:
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))
-            types = None
+            types, parent_route = None, None
+            # A WebSocket holds its turns' history: their places are kept for the next turn
+            # instead of being read from a stored parent.
+            continued = (body.previous_response_id, record_id) if history is not None else None
             if history is None:  # else the caller resolved it (a WebSocket's last response)
-                history, types = await self._history_and_types(body, project)
+                history, types, parent_route = await self._history_and_types(body, project)
             # The body is validated already: the records are built without validating again.
             fields = {key: getattr(body, key) for key in RequestSnapshot.model_fields}
             fields["input"] = normalise_input(body.input)
@@ -190,7 +198,7 @@ class ResponsesService:
             record = trusted(
                 StoredResponse,
                 {
-                    "id": new_id("resp"),
+                    "id": record_id,
                     "previous_response_id": body.previous_response_id,
                     "conversation_id": body.conversation_id,
                     "project": project,
@@ -215,7 +223,16 @@ class ResponsesService:
                 )
                 request, history_count = shorter or (request, history_count)
             await self.upstreams.cooldowns.refresh()
-            upstream = self.upstreams.routed(body.model, project)
+            sticky = await self.upstreams.sticky(
+                body.model,
+                project,
+                request["input"],
+                parent_route,
+                body.conversation_id,
+                body.prompt_cache_key,
+                continued,
+            )
+            upstream = self.upstreams.routed(body.model, project, sticky)
             upstream = await with_hosted(  # MCP, web search: the tools the gateway runs
                 upstream,
                 self.config,

@@ -11,6 +11,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 
+from session import Item, SessionError
 from session.shared import SharedLimits
 
 from ..config import GatewayConfig, Route
@@ -21,6 +22,8 @@ from ..observability.metrics import Metrics
 from ..routing_settings import RetrySettings
 from ..sealing import Sealer
 from ..upstream import ProviderClient, ReasoningState, Upstream, build_upstream
+from ..upstream.affinity import Sticky, TurnAffinity, preferred, route_target, shared_name
+from ..upstream.bound_items import bound_origin, origin_of
 from ..upstream.cooldowns import Cooldowns
 from ..upstream.prices import Price, price_of
 from ..upstream.routing import Candidate, RoutedUpstream, plan
@@ -89,11 +92,19 @@ class Upstreams:
                 queue += [*listed.fallbacks, *listed.context_window_fallbacks]
         return found
 
-    def upstream(self, route: Route, model: str, project: str) -> MeteredUpstream:
-        """The adapter for ``route`` (with its provider's first key), every call of it
-        metered under ``model``, ``project``."""
+    def upstream(
+        self, route: Route, model: str, project: str, items: list[Item] | None = None
+    ) -> MeteredUpstream:
+        """The adapter for ``route`` (with its provider's first key, or the key that can
+        replay the newest account-bound item of ``items``), every call of it metered
+        under ``model``, ``project``."""
         keys = route.provider.api_keys
-        return self._attempt(Candidate(model, route, keys[0] if keys else None), project)
+        index = 0
+        if items and len(keys) > 1:
+            origin = bound_origin(self.sealer, project, items)
+            index = next((n for n, k in enumerate(keys) if origin_of(route, k.key) == origin), 0)
+        key = keys[index] if keys else None
+        return self._attempt(Candidate(model, route, key, index), project)
 
     def _attempt(
         self, candidate: Candidate, project: str, *, only: bool = False
@@ -102,7 +113,7 @@ class Upstreams:
         client = self._clients.get(route.provider_name)
         if client is not None and candidate.key is not None:
             client = client.with_key(candidate.key.key)
-        state = ReasoningState(self.sealer, project, route.deployment)
+        state = ReasoningState(self.sealer, project, self._origin(candidate))
         inner = build_upstream(route, client, state)
         return MeteredUpstream(
             inner,
@@ -116,11 +127,80 @@ class Upstreams:
             attempt=only,
         )
 
-    def routed(self, model: str, project: str) -> Upstream:
-        """What answers ``model``'s turns: its deployments and keys, tried in turn, then
-        its fallbacks (see :mod:`gateway.upstream.routing`); a model with one of each
-        and no retries is just its adapter."""
+    async def sticky(
+        self,
+        model: str,
+        project: str,
+        items: list[Item],
+        parent_route: Item | None,
+        conversation: str | None,
+        cache_key: str | None,
+        continued: tuple[str | None, str] | None = None,
+    ) -> Sticky:
+        """Where a turn of ``model`` would rather go (see :mod:`gateway.upstream.affinity`):
+        nowhere in particular for a model with one deployment and key.
+
+        ``continued`` (the previous response's id, if any, and this one's) is for a turn
+        whose history the caller holds (a WebSocket's): no stored parent is read, so each
+        such turn keeps its place in the shared limits for the next."""
+        if self._single(model):
+            return Sticky()
+        origin = bound_origin(self.sealer, project, items)
+        if not self.config.routing.affinity:
+            return Sticky(origin=origin)
+        names = []
+        if conversation is not None:
+            names.append(shared_name("conversation", project, conversation))
+        if cache_key is not None:
+            names.append(shared_name("prompt_cache_key", project, cache_key, model))
+        target = route_target(parent_route)
+        if parent_route is not None:
+            return Sticky("chain", target, tuple(names), origin)
+        lookups = list(names)
+        if continued is not None:
+            if continued[0] is not None:
+                lookups.insert(0, shared_name("response", project, continued[0]))
+            names.append(shared_name("response", project, continued[1]))
+        for name in lookups:
+            try:
+                target = await self.shared.affinity(name, time.time())
+            except SessionError as error:  # routed as if unknown
+                logger.warning("an affinity could not be read: %s", error.message)
+            if target is not None:
+                break
+        source = "conversation" if conversation is not None else "prompt_cache_key"
+        if continued is not None and continued[0] is not None:
+            source = "chain"
+        elif conversation is None and cache_key is None:
+            source = ""  # a first turn: its place is kept, it has none to keep to
+        return Sticky(source, target, tuple(names), origin)
+
+    def _single(self, model: str) -> bool:
+        """Whether ``model`` has one deployment, one key and no fallbacks."""
+        routes = self.config.routes(model)
+        listed = self.config.models.get(model)
+        return (
+            len(routes) == 1
+            and len(routes[0].provider.api_keys) <= 1
+            and not (listed is not None and (listed.fallbacks or listed.context_window_fallbacks))
+        )
+
+    def routed(self, model: str, project: str, sticky: Sticky | None = None) -> Upstream:
+        """What answers ``model``'s turns: its deployments and keys, tried in turn (the
+        ``sticky`` target and the bound items' origin first), then its fallbacks (see
+        :mod:`gateway.upstream.routing`); a model with one of each and no retries is just
+        its adapter."""
         plans = plan(self.config, model, self.cooldowns, self._rng)
+        affinity = None
+        if sticky is not None and (sticky.source or sticky.names or sticky.origin):
+            plans, reason = preferred(plans, sticky, self.cooldowns, self._origin)
+            affinity = TurnAffinity(
+                sticky,
+                reason,
+                self.shared,
+                self.config.routing.affinity_idle_seconds,
+                self._observe_affinity,
+            )
         listed = self.config.models.get(model)
         larger = listed.context_window_fallbacks if listed is not None else []
         retries = self._retries(model).attempts
@@ -139,7 +219,15 @@ class Upstreams:
             self._retries,
             self._observe_routing,
             self._key_rate,
+            affinity=affinity,
         )
+
+    @staticmethod
+    def _origin(candidate: Candidate) -> str:
+        return origin_of(candidate.route, candidate.key.key if candidate.key else None)
+
+    def _observe_affinity(self, source: str, outcome: str, model: str) -> None:
+        self.metrics.affinity.labels(self.metrics.model_label(model), source, outcome).inc()
 
     def _price(self, model: str, route: Route) -> Price | None:
         """How a deployment's turns are priced: a listed model's as looked up at start, a

@@ -35,5 +35,5 @@ def build_upstream(route: Route, client: ProviderClient | None, state: Reasoning
     if client is not None and wire == "chat_completions":
         return ChatCompletionsUpstream(client, state)
     if client is not None and wire == "responses":
-        return ResponsesUpstream(client)
+        return ResponsesUpstream(client, state)
     return EchoUpstream()

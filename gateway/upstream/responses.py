@@ -16,11 +16,12 @@ import orjson
 
 from session import new_item_id
 
-from ..sealing import REASONING_PREFIX
 from .base import Capabilities, Replay, UpstreamStream
+from .bound_items import bind, replayable
 from .errors import UpstreamError, UpstreamInvalidResponse
 from .failures import describe_stream_failure, scrub
 from .http import ProviderClient
+from .reasoning_state import ReasoningState
 from .results import Event, Item, TurnResult, complete_usage, failed_result
 from .tool_errors import without_error_flag
 from .translation_cache import EncodedInputs, object_with_array
@@ -72,10 +73,12 @@ def check_response(response: Any) -> dict[str, Any]:
 
 
 class IdMap:
-    """Upstream item id -> gateway item id, minted on first sight."""
+    """Upstream item id -> gateway item id, minted on first sight; with ``state``, each
+    item's account-bound state sealed for its account (see :mod:`.bound_items`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, state: ReasoningState | None = None) -> None:
         self._ids: dict[str, str] = {}
+        self._state = state
 
     def get(self, upstream_id: str, item_type: str) -> str:
         if upstream_id not in self._ids:
@@ -86,7 +89,7 @@ class IdMap:
         item = copy.deepcopy(item)
         if isinstance(item.get("id"), str) and item["id"]:
             item["id"] = self.get(item["id"], item.get("type", "item"))
-        return item
+        return item if self._state is None else bind(item, self._state)
 
     def event(self, event: Event) -> Event:
         event = {k: v for k, v in event.items() if k != "sequence_number"}
@@ -108,53 +111,47 @@ class IdMap:
         )
 
 
-def _stateless_items(items: list[Item]) -> list[Item]:
-    """The items without the gateway's ids, failed tool outputs marked in their text, and
-    without reasoning that another provider's model made (its state sealed by the gateway,
-    which this upstream cannot read)."""
+def _stateless_items(items: list[Item], state: ReasoningState | None = None) -> list[Item]:
+    """The items without the gateway's ids, failed tool outputs marked in their text, the
+    state this account made opened, and without items whose state another account or
+    another provider's model made (see :mod:`.bound_items`), which this one cannot read."""
     return [
         {key: value for key, value in without_error_flag(item).items() if key != "id"}
-        for item in items
-        if not _sealed_here(item)
+        for item in replayable(items, state)
     ]
 
 
-def _sealed_here(item: Item) -> bool:
-    token = item.get("encrypted_content")
-    return (
-        item.get("type") == "reasoning"
-        and isinstance(token, str)
-        and token.startswith(REASONING_PREFIX)
-    )
-
-
-def upstream_payload(request: Item, stream: bool) -> Item:
+def upstream_payload(request: Item, stream: bool, state: ReasoningState | None = None) -> Item:
     """The request as the upstream gets it: stateless, without the gateway's item ids."""
     payload = {key: value for key, value in request.items() if key not in ("conversation",)}
-    payload["input"] = _stateless_items(request["input"])
+    payload["input"] = _stateless_items(request["input"], state)
     payload["store"] = False
     payload["stream"] = stream
     payload.pop("previous_response_id", None)
     return payload
 
 
-def _encoded_items(items: list[Item]) -> bytes:
-    return orjson.dumps(_stateless_items(items))[1:-1]
-
-
-def upstream_body(request: Item, stream: bool, encoded: EncodedInputs) -> list[bytes]:
+def upstream_body(
+    request: Item, stream: bool, encoded: EncodedInputs, state: ReasoningState | None = None
+) -> list[bytes]:
     """:func:`upstream_payload` as JSON (its input last) in pieces, the input's encoding
-    reused from earlier requests of the chain."""
+    reused from earlier requests of the chain sent to the same account."""
     payload = upstream_payload({**request, "input": []}, stream)
     del payload["input"]
-    return object_with_array(payload, "input", encoded.encode(request["input"], _encoded_items))
+
+    def encode(items: list[Item]) -> bytes:
+        return orjson.dumps(_stateless_items(items, state))[1:-1]
+
+    tag = state.origin if state is not None else ""
+    return object_with_array(payload, "input", encoded.encode(request["input"], encode, tag))
 
 
 class ResponsesUpstream:
     """Answers, counts input tokens and compacts: a Responses API does all three itself."""
 
-    def __init__(self, client: ProviderClient) -> None:
+    def __init__(self, client: ProviderClient, state: ReasoningState | None = None) -> None:
         self._client = client
+        self._state = state  # seals and opens what only this account can replay
         self._name = client.name
         self._settings = client.settings
         self.capabilities = Capabilities(
@@ -162,7 +159,7 @@ class ResponsesUpstream:
         )
 
     async def _count_input_tokens(self, request: Item) -> int:
-        payload = upstream_payload(request, stream=False)
+        payload = upstream_payload(request, stream=False, state=self._state)
         counted = {key: payload[key] for key in _COUNTED_FIELDS if key in payload}
         answer = await self._client.fetch_json("/responses/input_tokens", counted)
         tokens = answer.get("input_tokens")
@@ -171,12 +168,18 @@ class ResponsesUpstream:
         return tokens
 
     async def _compact(self, request: Item) -> Item:
-        payload = upstream_payload(request, stream=False)
+        payload = upstream_payload(request, stream=False, state=self._state)
         for key in ("store", "stream"):
             del payload[key]
         answer = await self._client.fetch_json("/responses/compact", payload)
-        if not isinstance(answer.get("output"), list):
+        output = answer.get("output")
+        if not isinstance(output, list):
             raise self._invalid("sent an invalid compaction")
+        if self._state is not None:
+            state = self._state
+            answer["output"] = [
+                bind(item, state) if isinstance(item, dict) else item for item in output
+            ]
         return answer
 
     def _invalid(self, what: str) -> UpstreamInvalidResponse:
@@ -184,11 +187,11 @@ class ResponsesUpstream:
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
-        payload = upstream_body(request, stream, self._client.encoded)
+        payload = upstream_body(request, stream, self._client.encoded, self._state)
         if not stream:
             body = await self._client.fetch_json("/responses", payload)
             try:
-                result = IdMap().result(body)
+                result = IdMap(self._state).result(body)
             except MalformedResponse as error:
                 raise UpstreamInvalidResponse(
                     self._name,
@@ -200,7 +203,7 @@ class ResponsesUpstream:
             yield self._stream(data)
 
     async def _stream(self, data: AsyncIterator[str]) -> UpstreamStream:
-        ids = IdMap()
+        ids = IdMap(self._state)
         done: list[Item] = []
         try:
             async for text in data:

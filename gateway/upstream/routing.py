@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..config import GatewayConfig, Route
 from ..routing_settings import ProviderKey, RetrySettings
@@ -161,6 +161,16 @@ async def unlimited(candidate: Candidate) -> float:
     return 0.0
 
 
+class Answered(Protocol):
+    """Told which candidate answered a turn (its affinity, see :mod:`.affinity`)."""
+
+    async def answered(self, candidate: Candidate, attempts: list[Attempt]) -> None: ...
+
+    def item(self) -> Item | None:
+        """What the turn's route records of it."""
+        ...
+
+
 @dataclass
 class _Opened:
     """A candidate's answer: its stream, open in ``stack``, and what was read of it."""
@@ -183,8 +193,10 @@ class RoutedUpstream:
         observe: Callable[[str, Candidate, str], None],
         key_rate: KeyRate = unlimited,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        affinity: Answered | None = None,
     ) -> None:
         self._key_rate = key_rate
+        self._affinity = affinity
         self._plans = plans
         self._context_plans = context_plans  # for a request too long for ``plans``
         self._opener = opener
@@ -309,15 +321,21 @@ class RoutedUpstream:
         await self._cooldowns.succeeded(candidate.route.deployment)
         await self._cooldowns.succeeded(candidate.key_name)
         self._observe("answered", candidate, "")
+        if self._affinity is not None:
+            await self._affinity.answered(candidate, self.attempts)
 
     def route_item(self) -> Item:
         """Which deployment answered and every attempt, for the stored turn."""
         answered = next((a for a in self.attempts if a.outcome == "answered"), None)
-        return {
+        route: Item = {
             "answered_by": answered.deployment if answered else None,
             "key": answered.key if answered else None,
             "attempts": [attempt.as_item() for attempt in self.attempts],
         }
+        affinity = self._affinity.item() if self._affinity is not None else None
+        if affinity is not None:
+            route["affinity"] = affinity
+        return route
 
     async def _relay(
         self, head: list[Event | TurnResult], events: UpstreamStream

@@ -101,17 +101,20 @@ class EncodedInputs:
     def __init__(self, max_entries: int = 16, max_items: int = 100_000, min_items: int = 8) -> None:
         self._kept = KeptContexts[bytes](max_entries, max_items, min_items)
 
-    def encode(self, items: list[Item], encode: Callable[[list[Item]], bytes]) -> list[bytes]:
+    def encode(
+        self, items: list[Item], encode: Callable[[list[Item]], bytes], tag: str = ""
+    ) -> list[bytes]:
         """``items`` as ``encode`` makes them (runs of comma-separated JSON values, for
-        :func:`object_with_array`), reusing the encoding of a kept context they start with."""
+        :func:`object_with_array`), reusing the encoding of a kept context they start with
+        that was made for the same ``tag`` (the account: what it may replay differs)."""
         context = answer_end(items)
         if context < self._kept.min_items:
             return [encode(items)]
-        done = self._kept.longest_prefix(items, context)
+        done = self._kept.longest_prefix(items, context, tag)
         head, start = (done.made, len(done.items)) if done else (b"", 0)
         if start < context:
             head = joined(head, encode(items[start:context]))
-            self._kept.keep(items[:context], head)
+            self._kept.keep(items[:context], head, tag)
         return [head, encode(items[context:])]
 
     def kept_items(self) -> int:

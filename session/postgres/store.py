@@ -209,7 +209,7 @@ class PostgresStore(SQLStore):
         async with self._connection() as conn:
             cursor = await conn.execute(_CHAIN, params)
             found = await cursor.fetchall()
-        return [ChainTurn(row[0], row[1], row[2], row[3], row[4]) for row in found]
+        return [ChainTurn(row[0], row[1], row[2], row[3], row[4], row[5]) for row in found]
 
     @bounded
     async def list_input_items(

@@ -70,7 +70,8 @@ WITH RECURSIVE chain(id, parent) AS (
 )
 SELECT r.id, r.previous_response_id, r.status,
        coalesce(json_extract(r.request, '$.input'), '[]'),
-       coalesce(json_extract(r.response, '$.output'), '[]')
+       coalesce(json_extract(r.response, '$.output'), '[]'),
+       json_extract(r.metadata, '$.route')
 FROM chain JOIN responses r ON r.project = :project AND r.id = chain.id
 """
 # PostgreSQL: depth bounds the walk (a corrupted cycle stops at the limit); the outer
@@ -85,7 +86,8 @@ WITH RECURSIVE chain(id, parent, depth) AS (
     WHERE r.project = :project AND chain.depth <= :max_depth
 )
 SELECT r.id, r.previous_response_id, r.status,
-       coalesce(r.request -> 'input', '[]'), coalesce(r.response -> 'output', '[]')
+       coalesce(r.request -> 'input', '[]'), coalesce(r.response -> 'output', '[]'),
+       r.metadata -> 'route'
 FROM (SELECT DISTINCT id FROM chain) c
 JOIN responses r ON r.project = :project AND r.id = c.id
 """

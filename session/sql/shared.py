@@ -75,6 +75,27 @@ def end_cooldowns(name: str | None) -> Returning[None]:
     )
 
 
+def affinity(name: str, now: float) -> Returning[str | None]:
+    found = yield rows(
+        "SELECT target FROM gateway_affinity WHERE name = :name AND expires_at > :now",
+        name=name,
+        now=now,
+    )
+    return str(found[0][0]) if found else None
+
+
+def keep_affinity(name: str, target: str, until: float, now: float) -> Returning[None]:
+    yield run("DELETE FROM gateway_affinity WHERE expires_at <= :now", now=now)
+    yield run(
+        "INSERT INTO gateway_affinity (name, target, expires_at) VALUES (:name, :target, :until)"
+        " ON CONFLICT (name) DO UPDATE SET target = excluded.target,"
+        " expires_at = excluded.expires_at",
+        name=name,
+        target=target,
+        until=until,
+    )
+
+
 class SQLSharedLimits(ABC):
     """:class:`session.shared.SharedLimits` on a SQL store's transactions."""
 
@@ -108,3 +129,9 @@ class SQLSharedLimits(ABC):
 
     async def end_cooldowns(self, name: str | None = None) -> None:
         await self._write(lambda: end_cooldowns(name), durable=False)
+
+    async def affinity(self, name: str, now: float) -> str | None:
+        return await self._read_now(lambda: affinity(name, now))
+
+    async def keep_affinity(self, name: str, target: str, until: float, now: float) -> None:
+        await self._write(lambda: keep_affinity(name, target, until, now), durable=False)

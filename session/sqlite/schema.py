@@ -216,6 +216,11 @@ MIGRATIONS: list[tuple[str, ...]] = [
         )""",
         "CREATE INDEX unstored_turns_created ON unstored_turns (created_at)",
     ),
+    (  # routing affinity: where a prompt_cache_key's or a conversation's turns go
+        "CREATE TABLE gateway_affinity"
+        " (name TEXT PRIMARY KEY, target TEXT NOT NULL, expires_at REAL NOT NULL)",
+        "CREATE INDEX gateway_affinity_expires ON gateway_affinity (expires_at)",
+    ),
 ]
 
 

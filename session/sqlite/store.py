@@ -170,7 +170,14 @@ class SQLiteStore(SQLStore):
             lambda conn: conn.execute(responses.CHAIN_SQLITE, params).fetchall()
         )
         return [
-            ChainTurn(row[0], row[1], row[2], orjson.loads(row[3]), orjson.loads(row[4]))
+            ChainTurn(
+                row[0],
+                row[1],
+                row[2],
+                orjson.loads(row[3]),
+                orjson.loads(row[4]),
+                orjson.loads(row[5]) if row[5] is not None else None,
+            )
             for row in found
         ]
 

@@ -130,7 +130,11 @@
     if (!route) return null;
     const attempts = (route.attempts || []).map((a) =>
       h("li", {}, a.deployment + " / " + a.key + ": " + a.outcome + " (" + a.seconds + " s)"));
-    return h("div", { className: "facts" }, fact("answered by", route.answered_by),
+    const affinity = route.affinity;
+    const sticky = affinity ? h("span", { className: "affinity" }, "affinity (" + affinity.source + ") ",
+      h("b", {}, affinity.outcome || "-"),
+      affinity.outcome === "moved" ? " from " + affinity.target + ": " + affinity.reason : "") : null;
+    return h("div", { className: "facts" }, fact("answered by", route.answered_by), fact("key", route.key), sticky,
       attempts.length ? h("ul", { className: "attempts", "aria-label": "attempts" }, attempts) : null);
   }
   function turnView(turn, nextInChain) {
@@ -227,9 +231,12 @@
     const list = h("div", { id: "chain" });
     const older = h("button", { type: "button", id: "older", hidden: true }, "Load older turns");
     const note = h("p", { className: "muted", id: "chain-count" }, "");
-    show(h("h1", {}, "Chain ending at ", id), note, h("div", { className: "pager" }, older), list);
+    const cache = h("p", { id: "chain-cache" }, "");
+    show(h("h1", {}, "Chain ending at ", id), note, cache, h("div", { className: "pager" }, older), list);
     let next = null;
     let shown = 0;
+    let inputTokens = 0;
+    let cachedTokens = 0;
     let oldestShown = null;
     async function load(from) {
       const page = await api("/responses/" + encodeURIComponent(from) + "/chain" + query({ project, limit: 50 }));
@@ -244,6 +251,13 @@
       list.prepend(...cards);
       if (turns.length) oldestShown = turns[0].id;
       shown += turns.length;
+      for (const t of turns) {
+        inputTokens += (t.usage && t.usage.input_tokens) || 0;
+        cachedTokens += (t.usage && t.usage.cached_tokens) || 0;
+      }
+      cache.textContent = "prompt cache hit rate " +
+        (inputTokens ? (100 * cachedTokens / inputTokens).toFixed(1) + "%" : "-") +
+        " (" + cachedTokens + " of " + inputTokens + " input tokens cached, turns shown)";
       next = page.next;
       older.hidden = !page.has_more;
       note.textContent = shown + " turns shown" + (page.has_more ? "; older turns remain" : ", from the root");

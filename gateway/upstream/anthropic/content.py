@@ -39,8 +39,24 @@ def _source(url: str, kind: str, media_types: frozenset[str], where: str) -> Ite
     )
 
 
+def cache_control(breakpoint: Any) -> Item:
+    """A part's ``prompt_cache_breakpoint`` as a block's ``cache_control``: a lifetime asked
+    for (OpenAI's ``30m`` or ``12h``, at least) is Anthropic's longest, ``1h``; none, its
+    default (five minutes)."""
+    asked = breakpoint.get("ttl") if isinstance(breakpoint, dict) else None
+    return {"type": "ephemeral", "ttl": "1h"} if asked else {"type": "ephemeral"}
+
+
 def _block(part: Any, where: str) -> Item | None:
-    """One content part as a content block; ``None`` for an empty text."""
+    """One content part as a content block (marked as a cache breakpoint if the part is
+    one); ``None`` for an empty text."""
+    block = _plain_block(part, where)
+    if block is not None and part.get("prompt_cache_breakpoint") is not None:
+        block["cache_control"] = cache_control(part["prompt_cache_breakpoint"])
+    return block
+
+
+def _plain_block(part: Any, where: str) -> Item | None:
     kind = part.get("type") if isinstance(part, dict) else None
     if kind in _TEXT_PARTS or kind == "refusal":
         text = part.get("text") if kind != "refusal" else part.get("refusal")

@@ -24,7 +24,7 @@ from ..reasoning_state import ReasoningState
 from ..results import Item
 from ..tool_errors import is_failed_output
 from ..tools import flat_name, forced_function
-from .content import content_blocks
+from .content import cache_control, content_blocks
 from .rules import Origins, check_tool_pairs, messages_tools, opened_by_user, sampling
 
 _TOOL_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -32,7 +32,6 @@ _TOOL_CALLS = frozenset({"function_call", "custom_tool_call"})
 _THINKING = frozenset({"thinking", "redacted_thinking"})
 _TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 MAX_CACHE_BREAKPOINTS = 4
-EPHEMERAL = {"type": "ephemeral"}
 # Adaptive thinking's efforts, from Responses' reasoning efforts.
 _ADAPTIVE_EFFORTS = {
     "minimal": "low",
@@ -187,10 +186,10 @@ def _continues_without_thinking(messages: list[Item]) -> bool:
     return False
 
 
-def _place_cache_breakpoints(payload: Item) -> None:
-    """Mark the tools, the system prompt, the end of the previous request's context (the
-    user turn before the last answer) and the end of this one: a chain's next turn reads
-    everything up to its own input from the cache."""
+def _automatic_breakpoints(payload: Item) -> list[Item]:
+    """The gateway's own breakpoints: the tools, the system prompt, the end of the previous
+    request's context (the user turn before the last answer) and the end of this one, so
+    that a chain's next turn reads everything up to its own input from the cache."""
     marked: list[Item] = []
     if payload.get("tools"):
         marked.append(payload["tools"][-1])
@@ -201,10 +200,49 @@ def _place_cache_breakpoints(payload: Item) -> None:
     for position in (last_answer - 1, len(messages) - 1):
         if position >= 0:
             cacheable = [b for b in messages[position]["content"] if b["type"] not in _THINKING]
-            if cacheable and cacheable[-1] not in marked:
+            if cacheable and all(cacheable[-1] is not m for m in marked):
                 marked.append(cacheable[-1])
-    for block in marked[:MAX_CACHE_BREAKPOINTS]:
-        block["cache_control"] = dict(EPHEMERAL)
+    return marked
+
+
+def _in_order(payload: Item) -> list[Item]:
+    """Every block that may carry ``cache_control``, in prompt order (tools, system, then
+    the messages, a tool result's own blocks before it)."""
+    blocks: list[Item] = [*payload.get("tools", []), *payload.get("system", [])]
+    for message in payload["messages"]:
+        for block in message["content"]:
+            nested = block.get("content") if block["type"] == "tool_result" else None
+            if isinstance(nested, list):
+                blocks += nested
+            blocks.append(block)
+    return blocks
+
+
+def _place_cache_breakpoints(payload: Item, automatic: bool, options: Any) -> None:
+    """Mark at most four breakpoints, the newest kept: the client's (its parts'
+    ``prompt_cache_breakpoint``) and, unless ``prompt_cache_options.mode`` is ``explicit``
+    or the model's ``prompt_cache`` is ``off``, the gateway's own. A lifetime asked for in
+    ``prompt_cache_options.ttl`` applies to the gateway's; a longer one never follows a
+    shorter (the API refuses it): the blocks before a one-hour breakpoint are kept as long."""
+    options = options if isinstance(options, dict) else {}
+    blocks = _in_order(payload)
+    explicit = {id(block) for block in blocks if "cache_control" in block}
+    own: set[int] = set()
+    if automatic and options.get("mode") != "explicit":
+        own = {id(block) for block in _automatic_breakpoints(payload)} - explicit
+    chosen = [block for block in blocks if id(block) in explicit or id(block) in own]
+    for block in chosen[:-MAX_CACHE_BREAKPOINTS]:
+        block.pop("cache_control", None)
+    kept = chosen[-MAX_CACHE_BREAKPOINTS:]
+    for block in kept:
+        if id(block) in own:
+            block["cache_control"] = cache_control({"ttl": options.get("ttl")})
+    long_after = False
+    for block in reversed(kept):
+        if block["cache_control"].get("ttl") == "1h":
+            long_after = True
+        elif long_after:
+            block["cache_control"] = {"type": "ephemeral", "ttl": "1h"}
 
 
 def to_messages_request(
@@ -263,8 +301,9 @@ def to_messages_request(
     user = body.get("safety_identifier") or body.get("user")
     if user:
         payload["metadata"] = {"user_id": str(user)}
-    if route.prompt_cache == "auto":
-        _place_cache_breakpoints(payload)
+    _place_cache_breakpoints(
+        payload, route.prompt_cache == "auto", body.get("prompt_cache_options")
+    )
     if stream:
         payload["stream"] = True
     return MessagesRequest(payload, names)
