@@ -66,6 +66,7 @@ HOSTED_TOOL_CHOICES = frozenset(
 TEXT_FORMATS = frozenset({"text", "json_object", "json_schema"})
 REASONING_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
 REASONING_SUMMARIES = frozenset({"auto", "concise", "detailed"})
+REASONING_CONTEXTS = frozenset({"auto", "current_turn", "all_turns"})
 _FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -270,3 +271,4 @@ def check_reasoning(reasoning: dict[str, Any] | None) -> None:
     if reasoning is not None:
         _one_of(reasoning.get("effort"), REASONING_EFFORTS, "reasoning.effort")
         _one_of(reasoning.get("summary"), REASONING_SUMMARIES, "reasoning.summary")
+        _one_of(reasoning.get("context"), REASONING_CONTEXTS, "reasoning.context")

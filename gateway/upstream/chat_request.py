@@ -13,6 +13,7 @@ import orjson
 from .builtin_tools import as_function_item
 from .errors import UnsupportedInput
 from .output_builder import ToolName
+from .reasoning_context import earlier_reasoning
 from .reasoning_state import ReasoningState
 from .results import Item
 from .tool_errors import wire_output
@@ -310,6 +311,14 @@ _PARAMETERS = (
 )
 
 
+def _unseen(reasoning: Item) -> Item:
+    """A reasoning item not replayed: no text, its sealed state kept."""
+    kept = {"type": "reasoning", "summary": []}
+    if reasoning.get("encrypted_content") is not None:
+        kept["encrypted_content"] = reasoning["encrypted_content"]
+    return kept
+
+
 def to_chat_request(
     body: Item,
     *,
@@ -326,6 +335,8 @@ def to_chat_request(
     """
     instructions = body.get("instructions")
     items = body.get("input", [])
+    if earlier := earlier_reasoning(body):
+        items = [_unseen(item) if i in earlier else item for i, item in enumerate(items)]
     if isinstance(instructions, list):
         items = [*instructions, *items]
     if translated is None:

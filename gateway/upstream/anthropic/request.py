@@ -20,6 +20,7 @@ from ..builtin_tools import as_function_item
 from ..chat_request import text_of
 from ..errors import UnsupportedInput
 from ..output_builder import ToolName
+from ..reasoning_context import earlier_reasoning
 from ..reasoning_state import ReasoningState
 from ..results import Item
 from ..tool_errors import is_failed_output
@@ -219,12 +220,15 @@ def to_messages_request(
     items = body.get("input", [])
     if isinstance(items, str):
         items = [{"role": "user", "content": items}]
+    earlier = earlier_reasoning(body)
     if isinstance(instructions, list):
         items = [*instructions, *items]
+        earlier = frozenset(index + len(instructions) for index in earlier)
     elif isinstance(instructions, str) and instructions:
         conversation.system.append({"type": "text", "text": instructions})
     for index, item in enumerate(items):
-        conversation.add(item, index)
+        if index not in earlier:
+            conversation.add(item, index)
     check_tool_pairs(conversation.messages, conversation.origins)
     tools, names = messages_tools(body.get("tools") or [])
 
