@@ -41,6 +41,7 @@ class Reply:
     # Gemini's OpenAI-compatible endpoint: a signature on the first tool call, which every
     # later request must send back on that call (``extra_content.google.thought_signature``)
     thought_signature: str | None = None
+    phase: str | None = None  # a Responses upstream's assistant message's ``phase``
 
     def pieces(self, text: str, count: int = 3) -> list[str]:
         """``text`` as streamed: in ``count`` pieces, or in pieces of ``piece_chars``."""
@@ -335,6 +336,8 @@ class FakeUpstream:
             "status": "completed",
             "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
         }
+        if reply.phase is not None:
+            item["phase"] = reply.phase
         said = reply.text is not None or not (reply.tool_calls or reply.reasoning)
         output = [*self._reasoning_items(reply), *([item] if said else [])]
         output += [
