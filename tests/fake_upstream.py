@@ -42,6 +42,7 @@ class Reply:
     # later request must send back on that call (``extra_content.google.thought_signature``)
     thought_signature: str | None = None
     phase: str | None = None  # a Responses upstream's assistant message's ``phase``
+    service_tier: str | None = None  # the tier the answer says served it
 
     def pieces(self, text: str, count: int = 3) -> list[str]:
         """``text`` as streamed: in ``count`` pieces, or in pieces of ``piece_chars``."""
@@ -230,6 +231,7 @@ class FakeUpstream:
                     }
                 ],
                 "usage": USAGE,
+                **({} if reply.service_tier is None else {"service_tier": reply.service_tier}),
             }
         )
 
@@ -264,9 +266,15 @@ class FakeUpstream:
                     chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
                 )
         chunks.append(chunk({}, reply.finish_reason))
-        chunks.append(
-            {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": USAGE}
-        )
+        last = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "choices": [],
+            "usage": USAGE,
+        }
+        if reply.service_tier is not None:
+            last["service_tier"] = reply.service_tier
+        chunks.append(last)
         return chunks
 
     @staticmethod
@@ -364,6 +372,8 @@ class FakeUpstream:
             "output": output,
             "usage": usage,
         }
+        if reply.service_tier is not None:
+            response["service_tier"] = reply.service_tier
         if not body.get("stream"):
             if reply.gate is not None:
                 await asyncio.to_thread(reply.gate.wait, 60)
