@@ -164,6 +164,14 @@ def check_item(item: Any, param: str) -> None:
     elif kind in ("function_call_output", "custom_tool_call_output"):
         _required_str(item, "call_id", param)
         _check_output(item, param)
+        _optional(item, "name", str, param, "a string")
+        _optional(item, "namespace", str, param, "a string")
+    elif kind == "additional_tools":
+        tools = item.get("tools")
+        if not isinstance(tools, list):
+            raise _type_error(f"{param}.tools", "an array")
+        for index, tool in enumerate(tools):
+            check_tool(tool, f"{param}.tools[{index}]")
     elif kind == "reasoning":
         for key in ("summary", "content"):
             parts = _optional(item, key, list, param, "an array")

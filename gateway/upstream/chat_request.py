@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from .additional_tools import offered_tools
 from .builtin_tools import as_function_item
 from .errors import UnsupportedInput
 from .output_builder import ToolName
@@ -187,7 +188,7 @@ class _Messages:
                 self.function_call_output(item, index)
             elif kind == "reasoning":
                 self.reasoning(item)
-            else:
+            elif kind != "additional_tools":  # its tools join the request's
                 raise UnsupportedInput(
                     f"Input items of type '{kind}' cannot be sent to a Chat Completions upstream.",
                     f"input[{index}]",
@@ -351,7 +352,7 @@ def to_chat_request(
     encoded = None if head is None else (start, head[0], head[1])
 
     payload: Item = {"model": model, "messages": chat_messages}
-    tools, names = _tools(body.get("tools") or [])
+    tools, names = _tools(offered_tools(body))
     if tools:
         payload["tools"] = tools
         payload["tool_choice"] = _tool_choice(body.get("tool_choice", "auto"), names)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config import Route
+from ..additional_tools import offered_tools
 from ..builtin_tools import as_function_item
 from ..chat_request import text_of
 from ..errors import UnsupportedInput
@@ -113,7 +114,7 @@ class _Conversation:
             result = self._tool_result(item, where)
             self.origins[("result", result["tool_use_id"])] = index
             self._append("user", [result])
-        else:
+        elif kind != "additional_tools":  # its tools join the request's
             raise UnsupportedInput(
                 f"Input items of type '{kind}' cannot be sent to an Anthropic upstream.", where
             )
@@ -230,7 +231,7 @@ def to_messages_request(
         if index not in earlier:
             conversation.add(item, index)
     check_tool_pairs(conversation.messages, conversation.origins)
-    tools, names = messages_tools(body.get("tools") or [])
+    tools, names = messages_tools(offered_tools(body))
 
     max_tokens = body.get("max_output_tokens") or route.max_output_tokens
     payload: Item = {
