@@ -43,6 +43,8 @@ class Reply:
     thought_signature: str | None = None
     phase: str | None = None  # a Responses upstream's assistant message's ``phase``
     service_tier: str | None = None  # the tier the answer says served it
+    # A Responses stream's own events, sent after its items' events, before its end
+    extra_events: list[dict[str, Any]] = field(default_factory=list)
 
     def pieces(self, text: str, count: int = 3) -> list[str]:
         """``text`` as streamed: in ``count`` pieces, or in pieces of ``piece_chars``."""
@@ -386,6 +388,7 @@ class FakeUpstream:
         ]
         for index, done in enumerate(output):
             events += self._item_events(reply, index, done)
+        events += reply.extra_events
         events.append({"type": f"response.{response['status']}", "response": response})
 
         async def stream() -> AsyncIterator[bytes]:
