@@ -283,3 +283,24 @@ def test_the_sdk_reads_the_connection_limit_as_an_error_event(
             assert error.type == "error" and error.status == 400
             assert error.error.code == "websocket_connection_limit_reached"
         client.close()
+
+
+def test_a_lane_whose_client_leaves_finishes_its_turn_and_stores_it(
+    gateway: Gateway, held: threading.Event
+) -> None:
+    gateway.fake.script(Reply(text="finished without its client", hold_after=2, gate=held))
+    with connect(ws_url(gateway.url)) as socket:
+        socket.send(create("left behind", "a"))
+        socket.send(create("never started", "a"))
+        response_id = until_delta(socket)[0]["response"]["id"]
+    held.set()  # the socket is closed: the held turn goes on alone
+    client = gateway.client()
+    for _ in range(200):  # bounded wait for the turn to end without its client
+        stored = client.responses.retrieve(response_id)
+        if stored.status != "in_progress":
+            break
+        threading.Event().wait(0.05)
+    assert stored.status == "completed"
+    assert stored.output_text == "finished without its client"
+    asked = [m["messages"][-1]["content"] for m in gateway.fake.requests]
+    assert asked == ["left behind"]  # the frame waiting behind it was dropped
