@@ -304,3 +304,18 @@ def test_a_lane_whose_client_leaves_finishes_its_turn_and_stores_it(
     assert stored.output_text == "finished without its client"
     asked = [m["messages"][-1]["content"] for m in gateway.fake.requests]
     assert asked == ["left behind"]  # the frame waiting behind it was dropped
+
+
+def test_a_lane_refuses_frames_past_those_it_can_hold_waiting(
+    gateway: Gateway, held: threading.Event
+) -> None:
+    gateway.fake.script(Reply(text="holding the lane", hold_after=2, gate=held))
+    with connect(ws_url(gateway.url)) as socket:
+        socket.send(create("running", "a"))
+        until_delta(socket)
+        for n in range(65):  # 64 wait behind it, the next is one too many
+            socket.send(create(f"waiting {n}", "a", model="echo"))
+        refused = receive(socket)
+    assert refused["status"] == 429 and refused["stream_id"] == "a"
+    assert refused["error"]["code"] == "websocket_stream_queue_full"
+    assert refused["error"]["param"] == "stream_id"
