@@ -127,3 +127,18 @@ def test_a_search_the_provider_would_run_is_refused_on_a_chat_model(gateway: Gat
         "(execution: 'server') is not run for this model."
     )
     assert gateway.fake.requests == []
+
+
+def test_a_streamed_search_call_is_the_native_item(gateway: Gateway) -> None:
+    gateway.fake.script(
+        Reply(tool_calls=[("call_s", "tool_search", QUERY)], finish_reason="tool_calls")
+    )
+    events = list(
+        gateway.client().responses.create(
+            model="chat-model", input="Refund order 7.", tools=TOOLS, stream=True
+        )
+    )
+    done = [e.item for e in events if e.type == "response.output_item.done"]  # type: ignore[union-attr]
+    assert [item.type for item in done] == ["tool_search_call"]
+    final = events[-1].response  # type: ignore[union-attr]
+    assert final.output[0].arguments == {"query": "refund an order"}
