@@ -101,6 +101,9 @@ class ServerSettings(_Section):
     max_websockets_per_project: int = Field(default=200, ge=1)
     max_websockets_per_key: int = Field(default=50, ge=1)
     websocket_idle_seconds: float = Field(default=600.0, gt=0, le=3600)
+    websocket_connection_seconds: float = Field(default=3600.0, gt=0)
+    websocket_max_in_flight: int = Field(default=16, ge=1)
+    websocket_max_streams: int = Field(default=32, ge=1)
     shutdown_grace_seconds: int = Field(default=30, ge=0)
     allowed_hosts: list[str] | None = None
     allowed_origins: list[str] = Field(default_factory=list)

@@ -41,6 +41,10 @@ class Reply:
     # Gemini's OpenAI-compatible endpoint: a signature on the first tool call, which every
     # later request must send back on that call (``extra_content.google.thought_signature``)
     thought_signature: str | None = None
+    phase: str | None = None  # a Responses upstream's assistant message's ``phase``
+    service_tier: str | None = None  # the tier the answer says served it
+    # A Responses stream's own events, sent after its items' events, before its end
+    extra_events: list[dict[str, Any]] = field(default_factory=list)
 
     def pieces(self, text: str, count: int = 3) -> list[str]:
         """``text`` as streamed: in ``count`` pieces, or in pieces of ``piece_chars``."""
@@ -229,6 +233,7 @@ class FakeUpstream:
                     }
                 ],
                 "usage": USAGE,
+                **({} if reply.service_tier is None else {"service_tier": reply.service_tier}),
             }
         )
 
@@ -263,9 +268,15 @@ class FakeUpstream:
                     chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
                 )
         chunks.append(chunk({}, reply.finish_reason))
-        chunks.append(
-            {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": USAGE}
-        )
+        last = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "choices": [],
+            "usage": USAGE,
+        }
+        if reply.service_tier is not None:
+            last["service_tier"] = reply.service_tier
+        chunks.append(last)
         return chunks
 
     @staticmethod
@@ -335,6 +346,8 @@ class FakeUpstream:
             "status": "completed",
             "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
         }
+        if reply.phase is not None:
+            item["phase"] = reply.phase
         said = reply.text is not None or not (reply.tool_calls or reply.reasoning)
         output = [*self._reasoning_items(reply), *([item] if said else [])]
         output += [
@@ -361,6 +374,8 @@ class FakeUpstream:
             "output": output,
             "usage": usage,
         }
+        if reply.service_tier is not None:
+            response["service_tier"] = reply.service_tier
         if not body.get("stream"):
             if reply.gate is not None:
                 await asyncio.to_thread(reply.gate.wait, 60)
@@ -373,6 +388,7 @@ class FakeUpstream:
         ]
         for index, done in enumerate(output):
             events += self._item_events(reply, index, done)
+        events += reply.extra_events
         events.append({"type": f"response.{response['status']}", "response": response})
 
         async def stream() -> AsyncIterator[bytes]:

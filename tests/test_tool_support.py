@@ -51,7 +51,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "image_generation": {"type": "image_generation"},
     "local_shell": {"type": "local_shell"},
     "shell": {"type": "shell", "environment": {"type": "local"}},
-    "tool_search": {"type": "tool_search"},
+    "tool_search": {"type": "tool_search", "execution": "client"},
     "web_search_preview": {"type": "web_search_preview"},
     "web_search_preview_2025_03_11": {"type": "web_search_preview_2025_03_11"},
     "apply_patch": {"type": "apply_patch"},
@@ -67,6 +67,7 @@ FUNCTIONS = {
     "apply_patch": "apply_patch",
     "computer": "computer",
     "computer_use_preview": "computer",
+    "tool_search": "tool_search",
 }
 HOSTED = {"upstream"}  # a Responses upstream runs every type itself by default
 

@@ -243,6 +243,9 @@ def test_every_turn_on_a_socket_has_its_access_line(
         ("max_websockets_per_key", -1, "greater than or equal to 1"),
         ("websocket_idle_seconds", 0, "greater than 0"),
         ("websocket_idle_seconds", 7200, "less than or equal to 3600"),
+        ("websocket_connection_seconds", 0, "greater than 0"),
+        ("websocket_max_in_flight", 0, "greater than or equal to 1"),
+        ("websocket_max_streams", 0, "greater than or equal to 1"),
     ],
 )
 def test_socket_limits_are_checked_at_start_up(key: str, value: float, problem: str) -> None:

@@ -62,9 +62,7 @@ def response_object(record: StoredResponse, *, store: bool = True) -> dict[str, 
         "max_tool_calls": request.max_tool_calls,
         "previous_response_id": record.previous_response_id,
         "reasoning": request.reasoning or {"effort": None, "summary": None},
-        "service_tier": "default"
-        if request.service_tier in (None, "auto")
-        else request.service_tier,
+        "service_tier": _service_tier(record),
         "store": store,
         "text": {"format": {"type": "text"}, "verbosity": "medium", **(request.text or {})},
         "truncation": request.truncation or "disabled",
@@ -92,3 +90,15 @@ _UNUSED_FEATURES: dict[str, Any] = dict.fromkeys(
         "tool_usage",
     )
 )
+
+
+_TIERS = frozenset({"default", "flex", "scale", "priority", "fast", "ultrafast"})
+
+
+def _service_tier(record: StoredResponse) -> str:
+    """The tier that served the turn, as its upstream said; else the one asked for."""
+    used = record.metadata.get("service_tier")
+    if used in _TIERS:
+        return str(used)
+    asked = record.request.service_tier
+    return "default" if asked in (None, "auto") else str(asked)

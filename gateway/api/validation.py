@@ -66,6 +66,7 @@ HOSTED_TOOL_CHOICES = frozenset(
 TEXT_FORMATS = frozenset({"text", "json_object", "json_schema"})
 REASONING_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
 REASONING_SUMMARIES = frozenset({"auto", "concise", "detailed"})
+REASONING_CONTEXTS = frozenset({"auto", "current_turn", "all_turns"})
 _FUNCTION_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -190,6 +191,14 @@ def check_item(item: Any, param: str) -> None:
     elif kind in ("function_call_output", "custom_tool_call_output"):
         _required_str(item, "call_id", param)
         _check_output(item, param)
+        _optional(item, "name", str, param, "a string")
+        _optional(item, "namespace", str, param, "a string")
+    elif kind == "additional_tools":
+        tools = item.get("tools")
+        if not isinstance(tools, list):
+            raise _type_error(f"{param}.tools", "an array")
+        for index, tool in enumerate(tools):
+            check_tool(tool, f"{param}.tools[{index}]")
     elif kind == "reasoning":
         for key in ("summary", "content"):
             parts = _optional(item, key, list, param, "an array")
@@ -297,3 +306,4 @@ def check_reasoning(reasoning: dict[str, Any] | None) -> None:
     if reasoning is not None:
         _one_of(reasoning.get("effort"), REASONING_EFFORTS, "reasoning.effort")
         _one_of(reasoning.get("summary"), REASONING_SUMMARIES, "reasoning.summary")
+        _one_of(reasoning.get("context"), REASONING_CONTEXTS, "reasoning.context")

@@ -90,6 +90,8 @@ def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:
         metadata = {**metadata, "route": result.route}
     if result.cost_usd is not None:
         metadata = {**metadata, "cost_usd": result.cost_usd, "cost_source": result.cost_source}
+    if result.service_tier is not None:
+        metadata = {**metadata, "service_tier": result.service_tier}
     if result.first_token_at is not None:
         waited = max(0.0, result.first_token_at - record.created_at)
         metadata = {**metadata, "time_to_first_token_seconds": round(waited, 4)}

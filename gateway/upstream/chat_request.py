@@ -10,9 +10,11 @@ from typing import Any
 
 import orjson
 
+from .additional_tools import offered_tools
 from .builtin_tools import as_function_item
 from .errors import UnsupportedInput
 from .output_builder import ToolName
+from .reasoning_context import earlier_reasoning
 from .reasoning_state import ReasoningState
 from .results import Item
 from .tool_errors import wire_output
@@ -186,7 +188,7 @@ class _Messages:
                 self.function_call_output(item, index)
             elif kind == "reasoning":
                 self.reasoning(item)
-            else:
+            elif kind != "additional_tools":  # its tools join the request's
                 raise UnsupportedInput(
                     f"Input items of type '{kind}' cannot be sent to a Chat Completions upstream.",
                     f"input[{index}]",
@@ -310,6 +312,14 @@ _PARAMETERS = (
 )
 
 
+def _unseen(reasoning: Item) -> Item:
+    """A reasoning item not replayed: no text, its sealed state kept."""
+    kept = {"type": "reasoning", "summary": []}
+    if reasoning.get("encrypted_content") is not None:
+        kept["encrypted_content"] = reasoning["encrypted_content"]
+    return kept
+
+
 def to_chat_request(
     body: Item,
     *,
@@ -326,6 +336,8 @@ def to_chat_request(
     """
     instructions = body.get("instructions")
     items = body.get("input", [])
+    if earlier := earlier_reasoning(body):
+        items = [_unseen(item) if i in earlier else item for i, item in enumerate(items)]
     if isinstance(instructions, list):
         items = [*instructions, *items]
     if translated is None:
@@ -340,7 +352,7 @@ def to_chat_request(
     encoded = None if head is None else (start, head[0], head[1])
 
     payload: Item = {"model": model, "messages": chat_messages}
-    tools, names = _tools(body.get("tools") or [])
+    tools, names = _tools(offered_tools(body))
     if tools:
         payload["tools"] = tools
         payload["tool_choice"] = _tool_choice(body.get("tool_choice", "auto"), names)

@@ -79,6 +79,7 @@ class ChatTranslator:
         self._state = state
         self._finish_reason: str | None = None
         self._usage: Item | None = None
+        self._service_tier: str | None = None
 
     @property
     def finished(self) -> bool:
@@ -88,6 +89,7 @@ class ChatTranslator:
     def chunk(self, chunk: Any) -> list[Event]:
         """One streamed ``chat.completion.chunk`` -> the events it completes."""
         chunk = _object(chunk, "chunk")
+        self._service_tier = _field(chunk, "service_tier", str, "chunk") or self._service_tier
         usage = _field(chunk, "usage", dict, "chunk")
         if usage:
             self._usage = usage_from_chat(usage)
@@ -110,6 +112,7 @@ class ChatTranslator:
         if "error" in completion:
             raise MalformedAnswer("the answer is an error object, not a completion")
         self._usage = usage_from_chat(_field(completion, "usage", dict, "completion"))
+        self._service_tier = _field(completion, "service_tier", str, "completion")
         choices = _field(completion, "choices", list, "completion")
         if not choices:
             raise MalformedAnswer("the completion has no choices")
@@ -119,7 +122,9 @@ class ChatTranslator:
         return self._message(message, "choices[0].message", _logprobs(choice, "choices[0]"))
 
     def finish(self) -> tuple[list[Event], TurnResult]:
-        return self._builder.finish(self._finish_reason, self._usage)
+        events, result = self._builder.finish(self._finish_reason, self._usage)
+        result.service_tier = self._service_tier
+        return events, result
 
     def fail(self, message: str) -> tuple[list[Event], TurnResult]:
         return self._builder.fail(message)

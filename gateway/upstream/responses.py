@@ -108,6 +108,7 @@ class IdMap:
             usage=complete_usage(response.get("usage")),
             incomplete_details=response.get("incomplete_details"),
             error=response.get("error"),
+            service_tier=tier if isinstance(tier := response.get("service_tier"), str) else None,
         )
 
 

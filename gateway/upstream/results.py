@@ -25,6 +25,7 @@ class TurnResult:
     cost_usd: float | None = None  # what the usage cost, where the model is priced
     cost_source: str | None = None  # where its price came from: "config", "genai-prices"
     first_token_at: float | None = None  # when the first output arrived (``time.time()``)
+    service_tier: str | None = None  # the tier the upstream says served the request
 
     @property
     def output_text(self) -> str:

@@ -73,7 +73,7 @@ def unsupported_tool(tool: Item, index: int, model: str) -> APIError:
     if why is not None:
         return invalid_request(
             f"Tool '{kind}' is not supported with {model}: {why} is not run for this model.",
-            param=f"tools[{index}].environment.type",
+            param=f"tools[{index}].{'execution' if kind == 'tool_search' else 'environment.type'}",
         )
     return invalid_request(
         f"Tool '{kind}' is not supported with {model}.", param=f"tools[{index}].type"

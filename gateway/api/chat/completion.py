@@ -147,7 +147,7 @@ def chat_completion(response: Item, model: str, *, logprobs: bool = False) -> It
         "choices": [choice],
         "usage": chat_usage(response.get("usage")),
         "service_tier": service_tier
-        if service_tier in ("default", "flex", "scale", "priority")
+        if service_tier in ("default", "flex", "scale", "priority", "fast")
         else None,
         "system_fingerprint": None,
     }

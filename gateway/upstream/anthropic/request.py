@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...config import Route
+from ..additional_tools import offered_tools
 from ..builtin_tools import as_function_item
 from ..chat_request import text_of
 from ..errors import UnsupportedInput
 from ..output_builder import ToolName
+from ..reasoning_context import earlier_reasoning
 from ..reasoning_state import ReasoningState
 from ..results import Item
 from ..tool_errors import is_failed_output
@@ -111,7 +113,7 @@ class _Conversation:
             result = self._tool_result(item, where)
             self.origins[("result", result["tool_use_id"])] = index
             self._append("user", [result])
-        else:
+        elif kind != "additional_tools":  # its tools join the request's
             raise UnsupportedInput(
                 f"Input items of type '{kind}' cannot be sent to an Anthropic upstream.", where
             )
@@ -257,14 +259,17 @@ def to_messages_request(
     items = body.get("input", [])
     if isinstance(items, str):
         items = [{"role": "user", "content": items}]
+    earlier = earlier_reasoning(body)
     if isinstance(instructions, list):
         items = [*instructions, *items]
+        earlier = frozenset(index + len(instructions) for index in earlier)
     elif isinstance(instructions, str) and instructions:
         conversation.system.append({"type": "text", "text": instructions})
     for index, item in enumerate(items):
-        conversation.add(item, index)
+        if index not in earlier:
+            conversation.add(item, index)
     check_tool_pairs(conversation.messages, conversation.origins)
-    tools, names = messages_tools(body.get("tools") or [])
+    tools, names = messages_tools(offered_tools(body))
 
     max_tokens = body.get("max_output_tokens") or route.max_output_tokens
     payload: Item = {

@@ -186,6 +186,9 @@ class MessagesTranslator:
     def finish(self) -> tuple[list[Event], TurnResult]:
         reason = self.stop_reason or "end_turn"
         events, result = self._builder.finish(_FINISH_REASONS.get(reason), self.usage())
+        # Messages usage names the tier used: "standard", "priority" or "batch".
+        tier = self._usage.get("service_tier")
+        result.service_tier = "priority" if tier == "priority" else "default"
         if reason == CONTEXT_WINDOW_EXCEEDED:
             result.status = "failed"
             result.error = {

@@ -1,7 +1,8 @@
 """The built-in tools the client runs (``shell``, ``local_shell``, ``apply_patch``,
-``computer``), for wires whose models know only functions: one module per tool says how
-it is offered as a function, how the model's call becomes the native item
-(``shell_call``, …) and how that item's output reads back as the call's result.
+``computer``, ``tool_search`` with ``execution: "client"``), for wires whose models know only
+functions: one module per tool says how it is offered as a function, how the model's call
+becomes the native item (``shell_call``, …) and how that item's output reads back as the
+call's result.
 
 Everything here is pure; the wires use it through :func:`as_function_item` (history
 items as function calls and their outputs) and :func:`native_call` (a call back as the
@@ -19,8 +20,9 @@ from .apply_patch import ApplyPatch
 from .base import BuiltinTool, Result, parsed_arguments
 from .computer import Computer
 from .shell import LocalShell, Shell
+from .tool_search import ToolSearch
 
-BUILTINS: tuple[BuiltinTool, ...] = (Shell(), LocalShell(), ApplyPatch(), Computer())
+BUILTINS: tuple[BuiltinTool, ...] = (Shell(), LocalShell(), ApplyPatch(), Computer(), ToolSearch())
 TOOL_TYPES = frozenset(kind for tool in BUILTINS for kind in tool.tool_types)
 CALL_TYPES = frozenset(tool.call_type for tool in BUILTINS)
 OUTPUT_TYPES = frozenset(tool.output_type for tool in BUILTINS)
