@@ -15,6 +15,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from opentelemetry.trace import INVALID_SPAN, Span
+
 from session import (
     Conversations,
     Item,
@@ -31,6 +33,7 @@ from session import (
 from ..api.request_body import CreateResponseBody
 from ..upstream import TurnResult, Upstream, UpstreamStream
 from .spending import Spending
+from .turn_spans import record_finished
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +54,7 @@ class Turn:
     history_count: int  # how many of ``upstream_request["input"]`` come before this turn's own
     truncation: bool  # ``truncation: "auto"``: the history may be cut to fit
     spending: Spending | None = None  # counts what the turn cost its API key
+    span: Span = INVALID_SPAN  # the turn's, when traced
 
 
 class TurnRunner(Protocol):
@@ -127,6 +131,7 @@ async def save_finished(
     :class:`session.UnstoredTurn`), so that usage and cost count it once, as a stored
     turn is counted from its record.
     """
+    record_finished(turn.span, record)
     appended = None
     if record.conversation_id is not None and record.status in CONTINUABLE:
         appended = [*record.request.input, *record.response.output]

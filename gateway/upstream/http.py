@@ -28,6 +28,7 @@ import aiohttp
 import orjson
 
 from ..config import ProviderSettings
+from ..tracing import upstream_headers
 from .chat_request import TranslatedInputs
 from .errors import (
     UpstreamAuthFailed,
@@ -144,11 +145,12 @@ class ProviderClient:
         """POST ``payload`` (or its JSON) in a slot taken; the response once it is a success."""
         debug = logger.isEnabledFor(logging.DEBUG)
         start = time.perf_counter() if debug else 0.0
+        traced = upstream_headers()  # the attempt's span, when traced
         try:
             response = await self._session.post(
                 self._base_url + path,
                 data=request_data(payload),
-                headers=self._headers,
+                headers={**self._headers, **traced} if traced else self._headers,
                 timeout=limits,
                 allow_redirects=False,
             )
