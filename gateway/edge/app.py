@@ -23,6 +23,7 @@ from ..config import GatewayConfig
 from ..errors import APIError
 from ..observability.measured_store import measured
 from ..observability.metrics import Metrics
+from ..observability.pool_metrics import PoolCollector
 from ..sealing import Sealer
 from ..tracing import NO_TRACER, start_tracing
 from ..turn.service import ResponsesService
@@ -136,6 +137,9 @@ def create_app(
                 for name, provider in config.providers.items()
                 if provider.wire_api != "echo"
             }
+            pools = PoolCollector(clients)
+            metrics.registry.register(pools)
+            stack.callback(metrics.registry.unregister, pools)
             tracing = start_tracing(config.observability)
             stack.push_async_callback(tracing.shutdown)  # after the turns have finished
             app.state.tracer = tracing.tracer

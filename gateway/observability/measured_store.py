@@ -72,7 +72,7 @@ class MeasuredStore:
 
         async def traced(*args: Any, **kwargs: Any) -> Any:
             with tracer.span(span_name, attributes={"db.operation.name": name}) as span:
-                span.set_attribute("db.system.name", system)
+                span.set_attribute("gateway.store", system)
                 answer = await method(*args, **kwargs)
                 if name == "save" and args:
                     span.set_attribute("gen_ai.response.id", args[0].id)

@@ -31,6 +31,7 @@ from session import (
 )
 
 from ..api.request_body import CreateResponseBody
+from ..observability.metrics import Metrics
 from ..upstream import TurnResult, Upstream, UpstreamStream
 from .spending import Spending
 from .turn_spans import record_finished
@@ -55,6 +56,7 @@ class Turn:
     truncation: bool  # ``truncation: "auto"``: the history may be cut to fit
     spending: Spending | None = None  # counts what the turn cost its API key
     span: Span = INVALID_SPAN  # the turn's, when traced
+    metrics: Metrics | None = None  # counts the finished turn
 
 
 class TurnRunner(Protocol):
@@ -146,3 +148,6 @@ async def save_finished(
             logger.warning("the usage of %s was not kept: %s", record.id, error.message)
     if turn.spending is not None:
         await turn.spending.record(record)
+    if turn.metrics is not None:
+        label = turn.metrics.model_label(record.request.model)
+        turn.metrics.turns.labels(record.project, label, record.status).inc()

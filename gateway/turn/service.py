@@ -246,6 +246,7 @@ class ResponsesService:
                 truncation,
                 self.spending,
                 span=span,
+                metrics=self.metrics,
             )
 
     async def _compacting(
