@@ -94,11 +94,11 @@ class ProviderClient:
         async with aiohttp.ClientSession(connector=connector, trust_env=False) as session:
             yield cls(name, settings, session)
 
-
     def connections_in_use(self) -> int:
         """How many of the provider's ``max_connections`` slots are taken now (read when
         ``/metrics`` is scraped)."""
         return self.settings.max_connections - self._slots._value
+
     def with_key(self, key: str) -> ProviderClient:
         """This client sending ``key`` (one of ``api_keys``): the same connections, limits
         and caches."""
