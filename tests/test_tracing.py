@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +112,9 @@ def fakes(
     return fake_upstream, anthropic_upstream
 
 
-def http_turns(url: str, dice: McpServer, stream: bool, headers: dict[str, str]) -> list[str]:
+def http_turns(
+    url: str, dice: McpServer, stream: bool, headers: dict[str, str], traced: bool = True
+) -> list[str]:
     """The first turn, then the chained one with the MCP tool; their response ids."""
     ids: list[str] = []
     with httpx.Client(base_url=url, timeout=30, headers=headers) as client:
@@ -131,7 +134,7 @@ def http_turns(url: str, dice: McpServer, stream: bool, headers: dict[str, str])
             else:
                 answer = client.post("/v1/responses", json=body)
                 assert answer.status_code == 200, answer.text
-                assert answer.headers["traceparent"].startswith("00-")
+                assert answer.headers.get("traceparent", "-").startswith("00-") is traced
                 ids.append(answer.json()["id"])
     return ids
 
@@ -385,3 +388,42 @@ def test_log_lines_carry_the_trace_and_span_of_the_work_they_tell_of() -> None:
         untraced = json.loads(JSONFormatter().format(record()))
     assert "trace_id" not in untraced and "span_id" not in untraced
     provider.shutdown()
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_a_turn_stores_its_timeline_whether_or_not_traces_are_exported(
+    traced: bool, fakes: Any, tmp_path: Path, dice: McpServer
+) -> None:
+    with otlp_receiver() as receiver:
+        (_, openai_url), _ = fakes
+        urls = {"openai": openai_url, "anthropic": openai_url}
+        otlp = {"endpoint": receiver.url} if traced else None
+        raw = wire_config("chat_completions", urls, tmp_path / "s.db", dice, otlp)
+        with serve(create_app(parse_config(raw, env={}))) as url:
+            script_chained_turn("chat_completions", fakes)
+            ids = http_turns(url, dice, stream=False, headers={}, traced=traced)
+        assert bool(receiver.spans) is traced
+    with closing(sqlite3.connect(tmp_path / "s.db")) as conn:
+        (stored,) = conn.execute(
+            "SELECT timeline FROM responses WHERE id = ?", (ids[1],)
+        ).fetchone()
+    steps = json.loads(stored)
+    assert [(s["kind"], s.get("outcome") or s.get("status")) for s in steps] == [
+        ("resolve", None),
+        ("attempt", "http_503"),
+        ("attempt", "http_502"),
+        ("attempt", "answered"),
+        ("tool", "completed"),
+        ("attempt", "answered"),
+        ("save", None),
+    ]
+    assert steps[0]["depth"] == 1
+    assert [s["name"] for s in steps[1:4]] == [
+        "east/model-primary",
+        "east/model-primary",
+        "west/model-backup",
+    ]
+    assert steps[1]["key"] is None and steps[4]["name"] == "roll"
+    assert all(a["start"] <= a["end"] for a in steps[:-1])
+    assert steps[-1]["end"] is None  # the save that stored it
+    assert steps[3]["start"] <= steps[3]["first_token"] <= steps[3]["end"]

@@ -19,7 +19,7 @@ from session import Item, new_id
 
 from ..errors import invalid_request, server_error
 from ..sealing import COMPACTION_PREFIX, Sealer
-from ..tracing import NO_TRACER, Tracer
+from ..tracing import NO_TRACER, Tracer, begin, finish
 from ..upstream import TurnResult, Upstream
 from ..upstream.base import Replay, UpstreamStream
 
@@ -212,8 +212,10 @@ class CompactingUpstream:
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
         items = [i for i in request["input"] if i.get("type") != "compaction_trigger"]
+        step = begin("compaction", "summary", items=len(items))
         with self._tracer.span("compaction", attributes={"gateway.compaction.items": len(items)}):
             summary, usage = await summarise(self._inner, request["model"], items)
+        finish(step)
         item = compacted_output(self._sealer, self._project, [], summary)[-1]
         events = [
             {"type": "response.output_item.added", "output_index": 0, "item": item},
@@ -277,8 +279,10 @@ class AutoCompacting:
             request["input"][: self._history_count],
             request["input"][self._history_count :],
         )
+        step = begin("compaction", "summary", items=len(past))
         with self._tracer.span("compaction", attributes={"gateway.compaction.items": len(past)}):
             summary, usage = await summarise(self._inner, request["model"], past)
+        finish(step)
         await self._record_usage(usage)
         item = compacted_output(self._sealer, self._project, [], summary)[-1]
         survivors = [entry for entry in past if _survives_compaction(entry)]

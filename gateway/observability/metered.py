@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from opentelemetry.trace import INVALID_SPAN, Span
 
-from ..tracing import failed
+from ..tracing import Step, begin, failed, finish
 from ..upstream import Event, TurnResult, Upstream, UpstreamError
 from ..upstream.base import NONE, Capabilities, UpstreamStream
 from ..upstream.errors import UpstreamRejected
@@ -48,7 +48,9 @@ class WatchedStream:
         route: Item | None = None,
         span: Span = INVALID_SPAN,
         target: AttemptTarget | None = None,
+        step: Step | None = None,
     ) -> None:
+        self._step = step
         self._span = span
         self._target = target
         self._events = events
@@ -75,6 +77,8 @@ class WatchedStream:
             waited = time.perf_counter() - self._start
             self._metrics.upstream_ttft_seconds.labels(*self._labels).observe(waited)
             first_token(self._span, waited)
+            if self._step is not None:
+                self._step["first_token"] = self._first_at
         return event
 
     def _finished(self, result: TurnResult) -> None:
@@ -97,6 +101,9 @@ class WatchedStream:
             result.route = self._route
         if self._target is not None:
             answered(self._span, result, self._target.tracer, self._target.upstream_model)
+        if self._step is not None:
+            self._step.setdefault("first_token", result.first_token_at)
+            finish(self._step, outcome="answered" if result.status != "failed" else "failed")
 
 
 @asynccontextmanager
@@ -120,6 +127,7 @@ async def watched(
     ``target``: traced as an attempt's span (tracing on)."""
     labels = (provider, metrics.model_label(model))
     span = INVALID_SPAN if target is None else target.start(request, stream=stream)
+    step = begin("attempt", deployment, key=key, model=model)
     start = time.perf_counter()  # an unstreamed call is answered before ``open`` yields
     try:
         async with AsyncExitStack() as stack:
@@ -133,7 +141,7 @@ async def watched(
             note_upstream(deployment)
             route: Item = {"answered_by": deployment, "key": key, "attempts": []}
             yield WatchedStream(
-                events, metrics, labels, model, project, start, pricing, route, span, target
+                events, metrics, labels, model, project, start, pricing, route, span, target, step
             )
     except UpstreamError as error:
         if isinstance(error, UpstreamRejected):  # the provider answered, with an error
@@ -144,8 +152,10 @@ async def watched(
         if span.is_recording():
             span.set_attribute("gateway.outcome", error_code(error))
             failed(span, error, error_code(error))
+        finish(step, outcome=error_code(error))
         raise
     finally:
+        finish(step, outcome="abandoned")  # read no further (routing tried another)
         span.end()
 
 

@@ -13,15 +13,21 @@ from .propagation import (
     upstream_headers,
 )
 from .provider import Tracing, start_tracing
+from .timeline import CURRENT_TIMELINE, Step, Timeline, begin, finish
 from .tracer import NO_TRACER, Tracer, failed
 
 __all__ = [
+    "CURRENT_TIMELINE",
     "NO_TRACER",
     "SEPARATE_TRACES",
+    "Step",
+    "Timeline",
     "Tracer",
     "Tracing",
+    "begin",
     "client_context",
     "failed",
+    "finish",
     "routing_event",
     "start_tracing",
     "traceparent",

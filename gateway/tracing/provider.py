@@ -26,15 +26,31 @@ MAX_EXPORT_BATCH = 512
 class Tracing:
     """The tracer of a running gateway and what it takes to stop it."""
 
-    def __init__(self, tracer: Tracer, provider: TracerProvider | None = None) -> None:
+    def __init__(
+        self,
+        tracer: Tracer,
+        provider: TracerProvider | None = None,
+        exporter: OTLPSpanExporter | None = None,
+        stop_seconds: float = 0.0,
+    ) -> None:
         self.tracer = tracer
         self._provider = provider
+        self._exporter = exporter
+        self._stop_seconds = stop_seconds
 
     async def shutdown(self) -> None:
-        """Export what is queued (within the exporter's time-out), then stop; in a thread,
-        as the SDK's shutdown blocks."""
-        if self._provider is not None:
-            await asyncio.to_thread(self._provider.shutdown)
+        """Export what is queued for at most one export's time-out (a collector that is
+        down does not hold the stop up for every batch), then stop; in a thread, as the
+        SDK's shutdown blocks."""
+        if self._provider is None or self._exporter is None:
+            return
+        stopped = asyncio.ensure_future(asyncio.to_thread(self._provider.shutdown))
+        try:
+            await asyncio.wait_for(asyncio.shield(stopped), self._stop_seconds)
+        except TimeoutError:
+            logger.warning("traces still queued at stop are dropped: the collector is slow")
+            self._exporter.shutdown()  # type: ignore[no-untyped-call]  # the rest fail at once
+            await stopped
 
 
 def _version() -> str:
@@ -44,7 +60,7 @@ def _version() -> str:
         return "unknown"
 
 
-def provider_of(otlp: OtlpSettings) -> TracerProvider:
+def provider_of(otlp: OtlpSettings) -> tuple[TracerProvider, OTLPSpanExporter]:
     """A tracer provider exporting to ``otlp.endpoint``, sampling ``sampling_ratio`` of the
     traces no client started (a client's sampled flag is honoured)."""
     attributes: dict[str, str] = {"service.version": _version(), **otlp.resource_attributes}
@@ -58,16 +74,15 @@ def provider_of(otlp: OtlpSettings) -> TracerProvider:
         headers=dict(otlp.headers),
         timeout=otlp.export_timeout_seconds,
     )
-    provider.add_span_processor(
-        BatchSpanProcessor(
-            exporter,
-            max_queue_size=otlp.max_queue_size,
-            schedule_delay_millis=SCHEDULE_DELAY_MILLIS,
-            max_export_batch_size=min(MAX_EXPORT_BATCH, otlp.max_queue_size),
-            export_timeout_millis=otlp.export_timeout_seconds * 1000,
-        )
+    processor = BatchSpanProcessor(
+        exporter,
+        max_queue_size=otlp.max_queue_size,
+        schedule_delay_millis=SCHEDULE_DELAY_MILLIS,
+        max_export_batch_size=min(MAX_EXPORT_BATCH, otlp.max_queue_size),
+        export_timeout_millis=otlp.export_timeout_seconds * 1000,
     )
-    return provider
+    provider.add_span_processor(processor)
+    return provider, exporter
 
 
 def start_tracing(settings: ObservabilitySettings) -> Tracing:
@@ -76,11 +91,11 @@ def start_tracing(settings: ObservabilitySettings) -> Tracing:
     otlp = settings.otlp
     if otlp is None:
         return Tracing(NO_TRACER)
-    provider = provider_of(otlp)
+    provider, exporter = provider_of(otlp)
     tracer = Tracer(
         provider.get_tracer(PACKAGE, _version()),
         capture_content=otlp.capture_content,
         max_content_chars=otlp.max_content_chars,
     )
     logger.info("traces go to %s (sampling %g)", otlp.traces_url(), otlp.sampling_ratio)
-    return Tracing(tracer, provider)
+    return Tracing(tracer, provider, exporter, otlp.export_timeout_seconds)

@@ -32,6 +32,7 @@ from session import (
 
 from ..api.request_body import CreateResponseBody
 from ..observability.metrics import Metrics
+from ..tracing import Timeline, begin, finish
 from ..upstream import TurnResult, Upstream, UpstreamStream
 from .spending import Spending
 from .turn_spans import record_finished
@@ -57,6 +58,7 @@ class Turn:
     spending: Spending | None = None  # counts what the turn cost its API key
     span: Span = INVALID_SPAN  # the turn's, when traced
     metrics: Metrics | None = None  # counts the finished turn
+    timeline: Timeline | None = None  # its steps, stored with it
 
 
 class TurnRunner(Protocol):
@@ -120,7 +122,9 @@ def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:
 async def save_started(store: Turns, turn: Turn) -> None:
     """Store the turn as it starts (``in_progress``, or ``queued``), unless ``store: false``."""
     if turn.store:
+        step = begin("save", "in_progress")
         await store.save(turn.record)
+        finish(step)
 
 
 async def save_finished(
@@ -134,6 +138,9 @@ async def save_finished(
     turn is counted from its record.
     """
     record_finished(turn.span, record)
+    begin("save", record.status)  # ends as the record is written: stored without its end
+    if turn.timeline is not None:
+        record = record.model_copy(update={"timeline": turn.timeline.stored()})
     appended = None
     if record.conversation_id is not None and record.status in CONTINUABLE:
         appended = [*record.request.input, *record.response.output]

@@ -43,7 +43,7 @@ from ..errors import APIError, invalid_request, not_found, previous_response_not
 from ..observability.metrics import Metrics
 from ..observability.request_log import CURRENT_REQUEST
 from ..sealing import Sealer
-from ..tracing import NO_TRACER, Tracer
+from ..tracing import CURRENT_TIMELINE, NO_TRACER, Timeline, Tracer, begin, finish
 from ..upstream import (
     ProviderClient,
     TurnResult,
@@ -158,11 +158,16 @@ class ResponsesService:
         """The history and, when known without a scan, the item types it holds."""
         try:
             if body.previous_response_id is not None:
+                step = begin("resolve", "chain")
                 chain = await self.store.resolve_chain(project, body.previous_response_id)
+                finish(step, depth=len(chain.turns), items=len(chain.items))
                 self.metrics.chain_depth.observe(len(chain.turns))
                 return chain.items, chain.types
             if body.conversation_id is not None:
-                return await self.store.conversation_items(project, body.conversation_id), None
+                step = begin("resolve", "conversation")
+                items = await self.store.conversation_items(project, body.conversation_id)
+                finish(step, items=len(items))
+                return items, None
         except ConversationNotFound as error:
             raise not_found(error.message, param="conversation", code=error.code) from None
         except ResponseNotFound as error:  # other store errors reach the edge as they are
@@ -182,6 +187,8 @@ class ResponsesService:
         check_tools(body.tools, body.model, self.upstreams.providers(body.model), self.config)
         async with AsyncExitStack() as stack:
             span = stack.enter_context(turn_span(self.tracer, body, project))
+            timeline = Timeline()  # its steps add themselves, however deep
+            stack.callback(CURRENT_TIMELINE.reset, CURRENT_TIMELINE.set(timeline))
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))
             types = None
@@ -210,6 +217,7 @@ class ResponsesService:
                     ),
                     "metadata": turn_metadata(body.user),
                     "instance_id": self.instance_id,
+                    "timeline": None,
                 },
             )
             record_started(span, record)
@@ -247,6 +255,7 @@ class ResponsesService:
                 self.spending,
                 span=span,
                 metrics=self.metrics,
+                timeline=timeline,
             )
 
     async def _compacting(

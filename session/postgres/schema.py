@@ -235,6 +235,8 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX unstored_turns_created ON unstored_turns (created_at);
     """,
+    # The steps a turn took, with their times, for the console's timeline.
+    "ALTER TABLE responses ADD COLUMN timeline JSONB;",
 ]
 
 

@@ -216,6 +216,9 @@ MIGRATIONS: list[tuple[str, ...]] = [
         )""",
         "CREATE INDEX unstored_turns_created ON unstored_turns (created_at)",
     ),
+    (  # 19: the steps a turn took, with their times, for the console's timeline
+        "ALTER TABLE responses ADD COLUMN timeline TEXT",
+    ),
 ]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from ...tracing import Tracer, failed
+from ...tracing import Tracer, begin, failed, finish
 from ..results import Item
 from .kind import Kind
 
@@ -25,10 +25,21 @@ async def traced_call(
     arguments: str,
     call: Awaitable[str],
 ) -> str:
-    """Await ``call`` (one of ``kind``'s calls, for ``item``) in its span; what it answers."""
-    if not tracer.enabled:
-        return await call
+    """Await ``call`` (one of ``kind``'s calls, for ``item``) in its span and as a step of
+    the turn's timeline; what it answers."""
     name = _tool_name(item, kind)
+    step = begin("tool", name, tool=kind.label)
+    try:
+        if not tracer.enabled:
+            return await call
+        return await _traced(tracer, kind, item, name, arguments, call)
+    finally:
+        finish(step, status=str(item.get("status") or "completed"))
+
+
+async def _traced(
+    tracer: Tracer, kind: Kind, item: Item, name: str, arguments: str, call: Awaitable[str]
+) -> str:
     attributes = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": name,
