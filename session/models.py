@@ -166,6 +166,9 @@ class ResolvedChain:
     turns: list[ChainTurn]
     items: list[Item]
     types: frozenset[str | None]  # every item's "type" (None: none given), to skip scans
+    # Where it came from: "store" (walked), "cache" (kept whole), "extended" (a kept
+    # chain of its parent, with the turns after it read).
+    source: str = "store"
 
 
 def item_types(items: list[Item]) -> frozenset[str | None]:

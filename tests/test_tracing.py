@@ -216,6 +216,9 @@ def assert_chained_tree(
     if resolved:
         resolve = receiver.children(turn)[0]
         assert resolve.attributes["gateway.history.depth"] == 1
+        # No turn chained from the first before: its chain is walked, not found kept.
+        assert resolve.attributes["gateway.history.cache_hit"] is False
+        assert resolve.attributes["gateway.history.source"] == "store"
     return turn
 
 
@@ -417,7 +420,7 @@ def test_a_turn_stores_its_timeline_whether_or_not_traces_are_exported(
         ("attempt", "answered"),
         ("save", None),
     ]
-    assert steps[0]["depth"] == 1
+    assert steps[0]["depth"] == 1 and steps[0]["source"] == "store"
     assert [s["name"] for s in steps[1:4]] == [
         "east/model-primary",
         "east/model-primary",
@@ -427,3 +430,20 @@ def test_a_turn_stores_its_timeline_whether_or_not_traces_are_exported(
     assert all(a["start"] <= a["end"] for a in steps[:-1])
     assert steps[-1]["end"] is None  # the save that stored it
     assert steps[3]["start"] <= steps[3]["first_token"] <= steps[3]["end"]
+
+
+def test_a_chain_read_again_is_a_cache_hit_on_the_resolve_span(
+    fakes: Any, tmp_path: Path, dice: McpServer
+) -> None:
+    with (
+        otlp_receiver() as receiver,
+        traced_gateway("chat_completions", fakes, tmp_path, dice, endpoint=receiver.url) as url,
+    ):
+        first = httpx.post(f"{url}/v1/responses", json={"model": "primary", "input": "a"})
+        branch = {"model": "primary", "input": "b", "previous_response_id": first.json()["id"]}
+        for _ in range(2):  # two branches from one turn: the second finds the chain kept
+            assert httpx.post(f"{url}/v1/responses", json=branch).status_code == 200
+    sources = [span.attributes["gateway.history.source"] for span in receiver.by_name("resolve")]
+    assert sources == ["store", "cache"]
+    hits = [span.attributes["gateway.history.cache_hit"] for span in receiver.by_name("resolve")]
+    assert hits == [False, True]

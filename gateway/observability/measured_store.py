@@ -80,6 +80,8 @@ class MeasuredStore:
                 elif name == "resolve_chain":
                     span.set_attribute("gateway.history.depth", len(answer.turns))
                     span.set_attribute("gateway.history.items", len(answer.items))
+                    span.set_attribute("gateway.history.source", answer.source)
+                    span.set_attribute("gateway.history.cache_hit", answer.source != "store")
                 else:
                     span.set_attribute("gateway.history.items", len(answer))
                 return answer

@@ -160,7 +160,7 @@ class ResponsesService:
             if body.previous_response_id is not None:
                 step = begin("resolve", "chain")
                 chain = await self.store.resolve_chain(project, body.previous_response_id)
-                finish(step, depth=len(chain.turns), items=len(chain.items))
+                finish(step, depth=len(chain.turns), items=len(chain.items), source=chain.source)
                 self.metrics.chain_depth.observe(len(chain.turns))
                 return chain.items, chain.types
             if body.conversation_id is not None:

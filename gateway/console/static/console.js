@@ -143,6 +143,7 @@
     if (step.key) parts.push(step.key);
     if (step.outcome || step.status) parts.push("(" + (step.outcome || step.status) + ")");
     if (typeof step.depth === "number") parts.push("depth " + step.depth);
+    if (step.source) parts.push(step.source === "store" ? "from the store" : "from the cache");
     return parts.join(" ");
   }
   function timelineView(steps) {
