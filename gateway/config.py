@@ -42,6 +42,7 @@ from .config_sections import (
     host_problem,
     url_problem,
 )
+from .observability_settings import ObservabilitySettings
 from .routing_settings import RoutingSettings
 from .web_search_settings import WebSearchSettings
 
@@ -109,6 +110,7 @@ class GatewayConfig(BaseModel):
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     _routes: dict[str, list[Route]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")

@@ -139,6 +139,9 @@ class StoredResponse(BaseModel):
     # The gateway instance that runs the turn: while it is unfinished, the turn fails
     # once that instance stops proving it is alive (see ``SessionStore.fail_orphaned``).
     instance_id: str | None = None
+    # The steps the turn took, with their times (resolve, attempts, tool calls, saves),
+    # for the console; ``None`` for a turn stored before they were kept.
+    timeline: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,9 @@ class ResolvedChain:
     turns: list[ChainTurn]
     items: list[Item]
     types: frozenset[str | None]  # every item's "type" (None: none given), to skip scans
+    # Where it came from: "store" (walked), "cache" (kept whole), "extended" (a kept
+    # chain of its parent, with the turns after it read).
+    source: str = "store"
 
 
 def item_types(items: list[Item]) -> frozenset[str | None]:

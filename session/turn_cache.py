@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Protocol
 
 from .chain import assemble_chain
@@ -113,8 +114,13 @@ async def resolve_cached(
     """Resolve the chain ending at ``head``: cached turns first, the rest from ``store``."""
     now = await store.deletion_generation()
     cache.generation = max(cache.generation, now)
-    chain = cache.chain(project, head, now) or await _extended(cache, store, project, head, now)
+    source = "cache"
+    chain = cache.chain(project, head, now)
     if chain is None:
+        source = "extended"
+        chain = await _extended(cache, store, project, head, now)
+    if chain is None:
+        source = "store"
         key = (project, head, now)
         walk = cache.walks.get(key)
         if walk is None:  # else another request walks this chain already: wait for it
@@ -126,7 +132,7 @@ async def resolve_cached(
     if len(chain.turns) > max_depth:
         raise ChainTooDeep(head, max_depth)
     cache.keep_chain(project, chain, now)
-    return chain
+    return chain if source == chain.source else replace(chain, source=source)
 
 
 class _Walk:

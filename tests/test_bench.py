@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from bench import compare, edges, storage, stream_length
+from bench import compare, edges, storage, stream_length, tracing
 from bench.syncs import strace_unusable
 
 from .adapter_targets import POSTGRES_DSN_VARIABLE
@@ -73,6 +73,23 @@ def test_the_edges_benchmark_runs() -> None:
     assert all(row[5] == row[6] == "-" for row in direct), report
     gateway = [row for row in rows if row[0] != names[0]]
     assert all(row[5][0] in "+-" and row[6].endswith("x") for row in gateway), report
+    assert all(float(cell.replace(",", "")) > 0 for row in rows for cell in row[2:5]), report
+
+
+# Twelve 1 s loads, and three gateways to start.
+@pytest.mark.timeout(300)
+def test_the_tracing_benchmark_runs() -> None:
+    if shutil.which("wrk") is None:
+        pytest.skip("bench.tracing needs wrk: apt-get install wrk (.ci/run installs it)")
+    report = tracing.run(seconds=1)
+    assert report.startswith("1 s per load, wrk -t1"), report
+    table = [line for line in report.splitlines() if line.startswith("| ")]
+    header, *rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
+    assert header == tracing.HEADER
+    assert [(row[0], row[1]) for row in rows] == [
+        *((name, "no") for name in tracing.TARGETS),
+        *((name, "yes") for name in tracing.TARGETS),
+    ], report  # no errors: a name with errors says so
     assert all(float(cell.replace(",", "")) > 0 for row in rows for cell in row[2:5]), report
 
 

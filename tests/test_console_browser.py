@@ -6,16 +6,18 @@ reach, and stored markup shown as text. Screenshots go to ``.artifacts/console/`
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
-from gateway import create_app, load_config
+from gateway import create_app, load_config, parse_config
 from gateway.turn.spending import spend_name
 from session import SQLiteStore, new_key
 
@@ -507,3 +509,70 @@ def test_the_page_names_its_icon(admin: Watched) -> None:
     answer = admin.page.request.get(f"{admin.site.url}{icon}")
     assert answer.status == 200 and answer.headers["content-type"] == "image/svg+xml"
     assert admin.page.request.get(f"{admin.site.url}/favicon.ico").status == 200
+
+
+def test_a_turns_timeline_shows_its_resolve_attempts_tool_call_and_saves(
+    browser: Any, fake_upstream: Any, dice: Any, tmp_path: Path
+) -> None:
+    """A real turn, chained, retried, fallen back and calling an MCP tool, traced or not:
+    the console draws what it stored of its steps as a waterfall."""
+    from .fake_upstream import Reply
+    from .mcp_gateway import ROLL, dice_tool
+    from .test_tracing import ERROR, wire_config
+
+    fake, url = fake_upstream
+    raw = wire_config("chat_completions", {"openai": url}, tmp_path / "t.db", dice, None)
+    keys = [{"key": DEFAULT_KEY, "project": "default"}]
+    raw["auth"] = {"mode": "keys", "admin_key": ADMIN_KEY, "keys": keys}
+    config = parse_config(raw, env={})
+    with serve(create_app(config)) as gateway:
+        headers = {"Authorization": f"Bearer {DEFAULT_KEY}"}
+        first = httpx.post(
+            f"{gateway}/v1/responses", json={"model": "primary", "input": "hi"}, headers=headers
+        ).json()["id"]
+        fake.script(
+            Reply(status=503, error_body=ERROR),
+            Reply(status=502, error_body=ERROR),
+            Reply(tool_calls=[("c1", ROLL, '{"sides": 6}')], finish_reason="tool_calls"),
+            Reply(text="You rolled a six."),
+        )
+        body = {
+            "model": "primary",
+            "input": "roll a die",
+            "previous_response_id": first,
+            "tools": [dice_tool(dice)],
+            "stream": True,
+        }
+        with httpx.stream(
+            "POST", f"{gateway}/v1/responses", json=body, headers=headers, timeout=30
+        ) as answer:
+            lines = [line for line in answer.iter_lines() if line.startswith("data: ")]
+        chained = json.loads(lines[-1][6:])["response"]["id"]
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        watched = Watched(context.new_page(), Site(gateway, "", Seeded()))
+        try:
+            watched.login(ADMIN_KEY)
+            watched.open(f"/turn/{chained}")
+            steps = watched.page.locator(f"#turn-{chained} ol.steps li")
+            steps.first.wait_for()
+            kinds = [steps.nth(i).get_attribute("data-kind") for i in range(steps.count())]
+            assert kinds == [
+                "resolve",
+                "attempt",
+                "attempt",
+                "attempt",
+                "save",
+                "tool",
+                "attempt",
+                "save",
+            ], kinds
+            text = watched.page.inner_text(f"#turn-{chained} .timeline")
+            assert "east/model-primary" in text and "(http_503)" in text
+            assert "west/model-backup" in text and "(answered)" in text
+            assert "tool roll" in text and "first token" in text and "depth 1" in text
+            assert watched.page.locator(f"#turn-{chained} .step.failed").count() == 2
+            watched.page.locator(f"#turn-{chained} .timeline").scroll_into_view_if_needed()
+            watched.shot("timeline")
+            watched.clean()
+        finally:
+            context.close()

@@ -25,6 +25,7 @@ def values() -> dict[str, Any]:
         "response": ResponseSnapshot(),
         "metadata": {"user": "u"},
         "instance_id": "gw_1",
+        "timeline": None,
     }
 
 

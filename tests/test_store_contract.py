@@ -39,6 +39,20 @@ async def test_round_trip(store: SessionStore) -> None:
     assert await store.get("default", "resp_1") == record
 
 
+async def test_a_turns_timeline_is_kept_and_replaced_by_its_overwrite(store: SessionStore) -> None:
+    started = turn("resp_1", status="in_progress")
+    await store.save(started)
+    assert (await store.get("default", "resp_1")).timeline is None
+    steps = [
+        {"kind": "resolve", "name": "chain", "start": 1.5, "end": 1.5004, "depth": 2},
+        {"kind": "attempt", "name": "east/m", "start": 1.6, "end": 2.0, "first_token": 1.7},
+        {"kind": "save", "name": "completed", "start": 2.1, "end": None},
+    ]
+    done = turn("resp_1", status="completed").model_copy(update={"timeline": steps})
+    await store.save(done, overwrite=True)
+    assert (await store.get("default", "resp_1")).timeline == steps
+
+
 async def test_string_input_becomes_one_user_message_with_an_id(store: SessionStore) -> None:
     record = turn("resp_1")
     record.request = record.request.model_validate({"model": "echo", "input": "hello"})

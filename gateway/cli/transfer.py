@@ -145,7 +145,8 @@ def _reason(error: ValidationError) -> str:
 
 def _response(fields: dict[str, Any]) -> StoredResponse:
     fields = {key: value for key, value in fields.items() if key != "kind"}
-    missing = sorted(set(StoredResponse.model_fields) - set(fields))
+    # An export made before turns kept their timeline has none: the turn is shown without.
+    missing = sorted(set(StoredResponse.model_fields) - set(fields) - {"timeline"})
     if missing:
         raise Refused(f"response {fields.get('id')!r}: missing {', '.join(missing)}")
     try:

@@ -19,6 +19,7 @@ from session import Item, new_id
 
 from ..errors import invalid_request, server_error
 from ..sealing import COMPACTION_PREFIX, Sealer
+from ..tracing import NO_TRACER, Tracer, begin, finish
 from ..upstream import TurnResult, Upstream
 from ..upstream.base import Replay, UpstreamStream
 
@@ -199,7 +200,10 @@ class CompactingUpstream:
     model that cannot compact itself. It asks ``inner`` for the summary; its one output
     item is the sealed ``compaction`` item."""
 
-    def __init__(self, inner: Upstream, sealer: Sealer, project: str) -> None:
+    def __init__(
+        self, inner: Upstream, sealer: Sealer, project: str, tracer: Tracer = NO_TRACER
+    ) -> None:
+        self._tracer = tracer
         self._inner = inner
         self.capabilities = inner.capabilities
         self._sealer = sealer
@@ -208,7 +212,10 @@ class CompactingUpstream:
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
         items = [i for i in request["input"] if i.get("type") != "compaction_trigger"]
-        summary, usage = await summarise(self._inner, request["model"], items)
+        step = begin("compaction", "summary", items=len(items))
+        with self._tracer.span("compaction", attributes={"gateway.compaction.items": len(items)}):
+            summary, usage = await summarise(self._inner, request["model"], items)
+        finish(step)
         item = compacted_output(self._sealer, self._project, [], summary)[-1]
         events = [
             {"type": "response.output_item.added", "output_index": 0, "item": item},
@@ -256,7 +263,9 @@ class AutoCompacting:
         project: str,
         history_count: int,
         record_usage: Callable[[Item | None], Awaitable[None]],
+        tracer: Tracer = NO_TRACER,
     ) -> None:
+        self._tracer = tracer
         self._inner = inner
         self.capabilities = inner.capabilities
         self._sealer = sealer
@@ -270,7 +279,10 @@ class AutoCompacting:
             request["input"][: self._history_count],
             request["input"][self._history_count :],
         )
-        summary, usage = await summarise(self._inner, request["model"], past)
+        step = begin("compaction", "summary", items=len(past))
+        with self._tracer.span("compaction", attributes={"gateway.compaction.items": len(past)}):
+            summary, usage = await summarise(self._inner, request["model"], past)
+        finish(step)
         await self._record_usage(usage)
         item = compacted_output(self._sealer, self._project, [], summary)[-1]
         survivors = [entry for entry in past if _survives_compaction(entry)]

@@ -23,7 +23,9 @@ from ..config import GatewayConfig
 from ..errors import APIError
 from ..observability.measured_store import measured
 from ..observability.metrics import Metrics
+from ..observability.pool_metrics import PoolCollector
 from ..sealing import Sealer
+from ..tracing import NO_TRACER, start_tracing
 from ..turn.service import ResponsesService
 from ..turn.spending import Spending
 from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
@@ -39,6 +41,7 @@ from .middleware import (
     APIKeyMiddleware,
     JSONOnlyMiddleware,
     ObserveMiddleware,
+    TraceMiddleware,
     UncaughtMiddleware,
 )
 from .routes import (
@@ -134,7 +137,13 @@ def create_app(
                 for name, provider in config.providers.items()
                 if provider.wire_api != "echo"
             }
-            measured_store = measured(opened, metrics)
+            pools = PoolCollector(clients)
+            metrics.registry.register(pools)
+            stack.callback(metrics.registry.unregister, pools)
+            tracing = start_tracing(config.observability)
+            stack.push_async_callback(tracing.shutdown)  # after the turns have finished
+            app.state.tracer = tracing.tracer
+            measured_store = measured(opened, metrics, tracing.tracer)
             secret = config.compaction.secret or await measured_store.shared_secret(
                 "compaction", secrets.token_urlsafe(32)
             )
@@ -150,6 +159,7 @@ def create_app(
                 shared,
                 spending,
                 resolver or SystemResolver(),
+                tracer=tracing.tracer,
             )
             app.state.console_sessions = ConsoleSessions(
                 sealer, shared, config.auth.console_session_seconds
@@ -211,6 +221,7 @@ def create_app(
         routes=routes,
         lifespan=lifespan,
         middleware=[
+            Middleware(TraceMiddleware, routes=routes),
             Middleware(ObserveMiddleware, metrics=metrics, routes=routes),
             Middleware(UncaughtMiddleware),
             Middleware(ConsoleHeadersMiddleware),
@@ -233,5 +244,6 @@ def create_app(
         },
     )
     app.state.metrics = metrics
+    app.state.tracer = NO_TRACER  # the lifespan's, once it runs
     app.state.sockets = OpenSockets(config.server, metrics)
     return app

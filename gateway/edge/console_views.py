@@ -97,6 +97,7 @@ def turn(record: StoredResponse, children: list[StoredResponse] | None = None) -
         "error": response.error,
         "incomplete_details": response.incomplete_details,
         "route": meta.get("route") if isinstance(meta.get("route"), dict) else None,
+        "timeline": record.timeline,
         "user": _text(meta.get("user")),
         "children": [] if children is None else [summary(child) for child in children],
     }

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TypeVar
 
+from opentelemetry.trace import INVALID_SPAN, Span
+
+from ..tracing import Step, begin, failed, finish
 from ..upstream import Event, TurnResult, Upstream, UpstreamError
 from ..upstream.base import NONE, Capabilities, UpstreamStream
 from ..upstream.errors import UpstreamRejected
 from ..upstream.prices import Price
 from ..upstream.results import Item
+from .attempt_spans import AttemptTarget, answered, first_token, sending, sent
 from .metrics import Metrics
 from .request_log import note_turn, note_upstream
 
@@ -42,7 +46,13 @@ class WatchedStream:
         start: float,
         pricing: Price | None = None,
         route: Item | None = None,
+        span: Span = INVALID_SPAN,
+        target: AttemptTarget | None = None,
+        step: Step | None = None,
     ) -> None:
+        self._step = step
+        self._span = span
+        self._target = target
         self._events = events
         self._route = route
         self._pricing = pricing
@@ -64,9 +74,11 @@ class WatchedStream:
         elif self._first and event["type"].endswith(".delta"):
             self._first = False
             self._first_at = time.time()
-            self._metrics.upstream_ttft_seconds.labels(*self._labels).observe(
-                time.perf_counter() - self._start
-            )
+            waited = time.perf_counter() - self._start
+            self._metrics.upstream_ttft_seconds.labels(*self._labels).observe(waited)
+            first_token(self._span, waited)
+            if self._step is not None:
+                self._step["first_token"] = self._first_at
         return event
 
     def _finished(self, result: TurnResult) -> None:
@@ -90,6 +102,11 @@ class WatchedStream:
         note_turn(self._project, self._model, result.usage, elapsed)
         if result.route is None:  # a routed turn's routing records its every attempt
             result.route = self._route
+        if self._target is not None:
+            answered(self._span, result, self._target.tracer, self._target.upstream_model)
+        if self._step is not None:
+            self._step.setdefault("first_token", result.first_token_at)
+            finish(self._step, outcome="answered" if result.status != "failed" else "failed")
 
 
 @asynccontextmanager
@@ -106,25 +123,43 @@ async def watched(
     pricing: Price | None = None,
     key: str | None = None,
     attempt: bool = False,
+    target: AttemptTarget | None = None,
 ) -> AsyncIterator[UpstreamStream]:
     """``upstream.open(...)``, with its events and failures observed (and priced);
-    ``attempt``: counted as a turn's one attempt too (routing counts its own)."""
+    ``attempt``: counted as a turn's one attempt too (routing counts its own);
+    ``target``: traced as an attempt's span (tracing on)."""
     labels = (provider, metrics.model_label(model))
+    span = INVALID_SPAN if target is None else target.start(request, stream=stream)
+    step = begin("attempt", deployment, key=key, model=model)
     start = time.perf_counter()  # an unstreamed call is answered before ``open`` yields
     try:
-        async with upstream.open(request, stream=stream) as events:
+        async with AsyncExitStack() as stack:
+            token = sending(span)
+            try:
+                events = await stack.enter_async_context(upstream.open(request, stream=stream))
+            finally:
+                sent(token)
             if attempt:
                 metrics.upstream_attempts.labels(*labels, "answered").inc()
             note_upstream(deployment)
             route: Item = {"answered_by": deployment, "key": key, "attempts": []}
-            yield WatchedStream(events, metrics, labels, model, project, start, pricing, route)
+            yield WatchedStream(
+                events, metrics, labels, model, project, start, pricing, route, span, target, step
+            )
     except UpstreamError as error:
         if isinstance(error, UpstreamRejected):  # the provider answered, with an error
             note_upstream(deployment)
         metrics.upstream_errors.labels(*labels, error_code(error)).inc()
         if attempt:
             metrics.upstream_attempts.labels(*labels, error_code(error)).inc()
+        if span.is_recording():
+            span.set_attribute("gateway.outcome", error_code(error))
+            failed(span, error, error_code(error))
+        finish(step, outcome=error_code(error))
         raise
+    finally:
+        finish(step, outcome="abandoned")  # read no further (routing tried another)
+        span.end()
 
 
 class MeteredUpstream:
@@ -142,7 +177,9 @@ class MeteredUpstream:
         pricing: Price | None = None,
         key: str | None = None,
         attempt: bool = False,
+        target: AttemptTarget | None = None,
     ) -> None:
+        self._target = target  # tracing on: each call is an attempt's span
         self._inner = inner
         self._attempt = attempt  # a turn's only attempt: no routing counts it
         self._deployment = deployment
@@ -174,6 +211,7 @@ class MeteredUpstream:
             pricing=self._pricing,
             key=self._key,
             attempt=self._attempt,
+            target=self._target,
         )
 
     def _metered(self, call: Callable[[Item], Awaitable[T]]) -> Callable[[Item], Awaitable[T]]:

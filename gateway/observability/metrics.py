@@ -124,6 +124,11 @@ class Metrics:
         self.tokens = counter(
             "gateway_tokens", "Tokens reported by upstreams.", ("project", "model", "kind")
         )
+        self.turns = counter(
+            "gateway_turns",
+            "Turns finished (saved, or kept for usage when not stored), by status.",
+            ("project", "model", "status"),
+        )
         self.chain_depth = Histogram(
             "gateway_chain_depth",
             "Turns resolved from previous_response_id per request.",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
+from opentelemetry import trace
 
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._:/+=-]{1,128}$")
 
@@ -117,11 +118,16 @@ def note_failed_request(project: str, model: str | None) -> None:
 
 
 class RequestIdFilter(logging.Filter):
-    """Gives every record a ``request_id`` (``-`` outside requests)."""
+    """Gives every record a ``request_id`` (``-`` outside requests) and, while a span is
+    recorded, its ``trace_id`` and ``span_id``."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         log = CURRENT_REQUEST.get()
         record.request_id = log.request_id if log is not None else "-"
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid:
+            record.trace_id = f"{context.trace_id:032x}"
+            record.span_id = f"{context.span_id:016x}"
         return True
 
 
@@ -137,6 +143,9 @@ class JSONFormatter(logging.Formatter):
             "request_id": getattr(record, "request_id", "-"),
             "message": record.getMessage(),
         }
+        if (trace_id := getattr(record, "trace_id", None)) is not None:
+            line["trace_id"] = trace_id
+            line["span_id"] = getattr(record, "span_id", None)
         if isinstance(record.msg, AccessLine):
             line.update(record.msg.fields())
         if record.exc_info:
@@ -168,6 +177,10 @@ class TextFormatter(logging.Formatter):
             return super().format(record)
         record.message = record.getMessage()
         request_id = getattr(record, "request_id", "-")
+        if (trace_id := getattr(record, "trace_id", None)) is not None:
+            request_id = (
+                f"{request_id} trace_id={trace_id} span_id={getattr(record, 'span_id', '-')}"
+            )
         return (
             f"{self.formatTime(record)} {record.levelname} {record.name} [{request_id}] "
             f"{record.message}"

@@ -15,6 +15,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from opentelemetry.trace import INVALID_SPAN, Span
+
 from session import (
     Conversations,
     Item,
@@ -29,8 +31,11 @@ from session import (
 )
 
 from ..api.request_body import CreateResponseBody
+from ..observability.metrics import Metrics
+from ..tracing import Timeline, begin, finish
 from ..upstream import TurnResult, Upstream, UpstreamStream
 from .spending import Spending
+from .turn_spans import record_finished
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +56,9 @@ class Turn:
     history_count: int  # how many of ``upstream_request["input"]`` come before this turn's own
     truncation: bool  # ``truncation: "auto"``: the history may be cut to fit
     spending: Spending | None = None  # counts what the turn cost its API key
+    span: Span = INVALID_SPAN  # the turn's, when traced
+    metrics: Metrics | None = None  # counts the finished turn
+    timeline: Timeline | None = None  # its steps, stored with it
 
 
 class TurnRunner(Protocol):
@@ -116,7 +124,9 @@ def finished(record: StoredResponse, result: TurnResult) -> StoredResponse:
 async def save_started(store: Turns, turn: Turn) -> None:
     """Store the turn as it starts (``in_progress``, or ``queued``), unless ``store: false``."""
     if turn.store:
+        step = begin("save", "in_progress")
         await store.save(turn.record)
+        finish(step)
 
 
 async def save_finished(
@@ -129,6 +139,10 @@ async def save_finished(
     :class:`session.UnstoredTurn`), so that usage and cost count it once, as a stored
     turn is counted from its record.
     """
+    record_finished(turn.span, record)
+    begin("save", record.status)  # ends as the record is written: stored without its end
+    if turn.timeline is not None:
+        record = record.model_copy(update={"timeline": turn.timeline.stored()})
     appended = None
     if record.conversation_id is not None and record.status in CONTINUABLE:
         appended = [*record.request.input, *record.response.output]
@@ -143,3 +157,6 @@ async def save_finished(
             logger.warning("the usage of %s was not kept: %s", record.id, error.message)
     if turn.spending is not None:
         await turn.spending.record(record)
+    if turn.metrics is not None:
+        label = turn.metrics.model_label(record.request.model)
+        turn.metrics.turns.labels(record.project, label, record.status).inc()

@@ -43,6 +43,7 @@ from ..errors import APIError, invalid_request, not_found, previous_response_not
 from ..observability.metrics import Metrics
 from ..observability.request_log import CURRENT_REQUEST
 from ..sealing import Sealer
+from ..tracing import CURRENT_TIMELINE, NO_TRACER, Timeline, Tracer, begin, finish
 from ..upstream import (
     ProviderClient,
     TurnResult,
@@ -63,6 +64,7 @@ from .lifecycle import UNFINISHED, Turn, finished, save_finished, with_status
 from .spending import Spending
 from .stateless import stateless_request
 from .streaming import StreamedTurns
+from .turn_spans import record_started, turn_span
 from .upstreams import Upstreams
 
 logger = logging.getLogger(__name__)
@@ -93,7 +95,10 @@ class ResponsesService:
         shared: SharedLimits,
         spending: Spending,
         resolver: Resolver,
+        *,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
+        self.tracer = tracer
         self.store = store
         self.resolver = resolver  # answers the names of servers clients ask it to reach
         self.spending = spending
@@ -106,7 +111,7 @@ class ResponsesService:
         # Stored on each turn this instance runs; its heartbeat shows it is still running.
         self.instance_id = new_id("gw")
         self.token_counter = TokenCounter()
-        self.upstreams = Upstreams(config, clients, metrics, sealer, shared)
+        self.upstreams = Upstreams(config, clients, metrics, sealer, shared, tracer)
 
     async def record_usage(self, project: str, model: str, usage: Item | None) -> None:
         """Keep the tokens of a call that no stored turn holds (a summary for a compaction)
@@ -156,11 +161,15 @@ class ResponsesService:
         chain how its newest turn was routed (``{}`` if that is not recorded)."""
         try:
             if body.previous_response_id is not None:
+                step = begin("resolve", "chain")
                 chain = await self.store.resolve_chain(project, body.previous_response_id)
+                finish(step, depth=len(chain.turns), items=len(chain.items), source=chain.source)
                 self.metrics.chain_depth.observe(len(chain.turns))
                 return chain.items, chain.types, chain.turns[-1].route or {}
             if body.conversation_id is not None:
+                step = begin("resolve", "conversation")
                 items = await self.store.conversation_items(project, body.conversation_id)
+                finish(step, items=len(items))
                 return items, None, None
         except ConversationNotFound as error:
             raise not_found(error.message, param="conversation", code=error.code) from None
@@ -181,6 +190,9 @@ class ResponsesService:
         check_tools(body.tools, body.model, self.upstreams.providers(body.model), self.config)
         record_id = new_id("resp")
         async with AsyncExitStack() as stack:
+            span = stack.enter_context(turn_span(self.tracer, body, project))
+            timeline = Timeline()  # its steps add themselves, however deep
+            stack.callback(CURRENT_TIMELINE.reset, CURRENT_TIMELINE.set(timeline))
             if body.conversation_id is not None:
                 await stack.enter_async_context(self._conversations.hold(body.conversation_id))
             types, parent_route = None, None
@@ -212,8 +224,10 @@ class ResponsesService:
                     ),
                     "metadata": turn_metadata(body.user),
                     "instance_id": self.instance_id,
+                    "timeline": None,
                 },
             )
+            record_started(span, record)
             items = model_context(self.sealer, project, history, snapshot.input, types)
             request = stateless_request(body, route, items)
             history_count, truncation = len(history), body.truncation == "auto"
@@ -241,6 +255,7 @@ class ResponsesService:
                 len(snapshot.input),
                 types,
                 self.resolver,
+                self.tracer,
             )
             if upstream.capabilities.compact is None:  # else it compacts by itself
                 upstream = await self._compacting(upstream, body, project, request, history_count)
@@ -254,6 +269,9 @@ class ResponsesService:
                 history_count,
                 truncation,
                 self.spending,
+                span=span,
+                metrics=self.metrics,
+                timeline=timeline,
             )
 
     async def _compacting(
@@ -267,7 +285,7 @@ class ResponsesService:
         """The upstream that compacts first, when the request asks for it (see compaction)."""
         items = request["input"]
         if items and items[-1].get("type") == "compaction_trigger":
-            return CompactingUpstream(upstream, self.sealer, project)
+            return CompactingUpstream(upstream, self.sealer, project, self.tracer)
         threshold = compact_threshold((body.model_extra or {}).get("context_management"))
         if (
             threshold is not None
@@ -275,7 +293,7 @@ class ResponsesService:
             and await self.token_counter.count(request) > threshold
         ):
             keep = functools.partial(self.record_usage, project, body.model)
-            return AutoCompacting(upstream, self.sealer, project, history_count, keep)
+            return AutoCompacting(upstream, self.sealer, project, history_count, keep, self.tracer)
         return upstream
 
     @asynccontextmanager

@@ -17,10 +17,12 @@ from session.shared import SharedLimits
 from ..config import GatewayConfig, Route
 from ..config_sections import ProviderSettings
 from ..errors import not_found
+from ..observability.attempt_spans import AttemptTarget
 from ..observability.metered import MeteredUpstream
 from ..observability.metrics import Metrics
 from ..routing_settings import RetrySettings
 from ..sealing import Sealer
+from ..tracing import NO_TRACER, Tracer, routing_event
 from ..upstream import ProviderClient, ReasoningState, Upstream, build_upstream
 from ..upstream.affinity import Sticky, TurnAffinity, preferred, route_target, shared_name
 from ..upstream.bound_items import bound_origin, origin_of
@@ -45,7 +47,9 @@ class Upstreams:
         metrics: Metrics,
         sealer: Sealer,
         shared: SharedLimits,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
+        self.tracer = tracer
         self.config = config
         self.metrics = metrics
         self.sealer = sealer
@@ -115,6 +119,10 @@ class Upstreams:
             client = client.with_key(candidate.key.key)
         state = ReasoningState(self.sealer, project, self._origin(candidate))
         inner = build_upstream(route, client, state)
+        key_name = candidate.key_name if candidate.key is not None else None
+        target = None
+        if self.tracer.enabled:
+            target = AttemptTarget.of(self.tracer, route, candidate.key_name)
         return MeteredUpstream(
             inner,
             self.metrics,
@@ -123,8 +131,9 @@ class Upstreams:
             project,
             route.deployment,
             self._price(candidate.model, route),
-            candidate.key_name if candidate.key is not None else None,
+            key_name,
             attempt=only,
+            target=target,
         )
 
     async def sticky(
@@ -259,6 +268,8 @@ class Upstreams:
     def _observe_routing(self, event: str, candidate: Candidate, detail: str) -> None:
         label = self.metrics.model_label(candidate.model)
         provider = candidate.route.provider_name
+        if self.tracer.enabled:
+            routing_event(event, candidate.route.deployment, candidate.key_name, detail)
         if event == "retry":
             self.metrics.upstream_retries.labels(provider, detail).inc()
             return

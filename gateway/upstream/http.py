@@ -28,6 +28,7 @@ import aiohttp
 import orjson
 
 from ..config import ProviderSettings
+from ..tracing import upstream_headers
 from .chat_request import TranslatedInputs
 from .errors import (
     UpstreamAuthFailed,
@@ -93,6 +94,11 @@ class ProviderClient:
         async with aiohttp.ClientSession(connector=connector, trust_env=False) as session:
             yield cls(name, settings, session)
 
+    def connections_in_use(self) -> int:
+        """How many of the provider's ``max_connections`` slots are taken now (read when
+        ``/metrics`` is scraped)."""
+        return self.settings.max_connections - self._slots._value
+
     def with_key(self, key: str) -> ProviderClient:
         """This client sending ``key`` (one of ``api_keys``): the same connections, limits
         and caches."""
@@ -144,11 +150,12 @@ class ProviderClient:
         """POST ``payload`` (or its JSON) in a slot taken; the response once it is a success."""
         debug = logger.isEnabledFor(logging.DEBUG)
         start = time.perf_counter() if debug else 0.0
+        traced = upstream_headers()  # the attempt's span, when traced
         try:
             response = await self._session.post(
                 self._base_url + path,
                 data=request_data(payload),
-                headers=self._headers,
+                headers={**self._headers, **traced} if traced else self._headers,
                 timeout=limits,
                 allow_redirects=False,
             )

@@ -244,6 +244,8 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX gateway_affinity_expires ON gateway_affinity (expires_at);
     """,
+    # The steps a turn took, with their times, for the console's timeline.
+    "ALTER TABLE responses ADD COLUMN timeline JSONB;",
 ]
 
 

@@ -56,6 +56,7 @@ def _row(record: StoredResponse) -> dict[str, Any]:
         "response": Jsonb(data["response"]),
         "metadata": Jsonb(data["metadata"]),
         "instance_id": record.instance_id,
+        "timeline": None if record.timeline is None else Jsonb(data["timeline"]),
     }
 
 

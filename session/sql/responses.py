@@ -20,6 +20,7 @@ COLUMN_NAMES = (
     "response",
     "metadata",
     "instance_id",
+    "timeline",
 )
 COLUMNS = ", ".join(COLUMN_NAMES)
 KEY = "project = :project AND id = :id"
@@ -143,6 +144,8 @@ def _record(dialect: Dialect, row: tuple[Any, ...]) -> StoredResponse:
     values = dict(zip(COLUMN_NAMES, row, strict=True))
     for name in ("request", "response", "metadata"):
         values[name] = dialect.loads(values[name])
+    if values["timeline"] is not None:
+        values["timeline"] = dialect.loads(values["timeline"])
     return StoredResponse.model_validate(values)
 
 

@@ -221,6 +221,9 @@ MIGRATIONS: list[tuple[str, ...]] = [
         " (name TEXT PRIMARY KEY, target TEXT NOT NULL, expires_at REAL NOT NULL)",
         "CREATE INDEX gateway_affinity_expires ON gateway_affinity (expires_at)",
     ),
+    (  # 20: the steps a turn took, with their times, for the console's timeline
+        "ALTER TABLE responses ADD COLUMN timeline TEXT",
+    ),
 ]
 
 

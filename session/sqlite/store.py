@@ -50,6 +50,7 @@ def _to_row(record: StoredResponse) -> dict[str, Any]:
         "response": orjson.dumps(record.response.__dict__).decode(),
         "metadata": orjson.dumps(record.metadata).decode(),
         "instance_id": record.instance_id,
+        "timeline": None if record.timeline is None else orjson.dumps(record.timeline).decode(),
     }
 
 
@@ -66,6 +67,7 @@ def _from_row(row: sqlite3.Row | tuple[Any, ...]) -> StoredResponse:
         response=ResponseSnapshot.model_validate_json(row[8]),
         metadata=json.loads(row[9]),
         instance_id=row[10],
+        timeline=None if row[11] is None else json.loads(row[11]),
     )
 
 

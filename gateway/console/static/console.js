@@ -137,6 +137,50 @@
     return h("div", { className: "facts" }, fact("answered by", route.answered_by), fact("key", route.key), sticky,
       attempts.length ? h("ul", { className: "attempts", "aria-label": "attempts" }, attempts) : null);
   }
+  // A turn's steps as a waterfall: each a bar from its start to its end on one scale, an
+  // attempt's first token a tick inside its bar, a save stored before it ended a tick alone.
+  function ms(seconds) {
+    return (seconds * 1000).toFixed(seconds < 0.01 ? 2 : 0) + " ms";
+  }
+  function stepLabel(step) {
+    const parts = [step.kind, step.name];
+    if (step.key) parts.push(step.key);
+    if (step.outcome || step.status) parts.push("(" + (step.outcome || step.status) + ")");
+    if (typeof step.depth === "number") parts.push("depth " + step.depth);
+    if (step.source) parts.push(step.source === "store" ? "from the store" : "from the cache");
+    return parts.join(" ");
+  }
+  function timelineView(steps) {
+    if (!steps || !steps.length) return null;
+    const origin = Math.min(...steps.map((s) => s.start));
+    const last = Math.max(...steps.map((s) => Math.max(s.end || s.start, s.first_token || 0)));
+    const total = Math.max(last - origin, 0.001);
+    const at = (t) => ((t - origin) / total * 100).toFixed(2) + "%";
+    const rows = steps.map((step) => {
+      const ended = typeof step.end === "number";
+      const took = ended ? step.end - step.start : null;
+      const bar = h("span", { className: "bar" + (ended ? "" : " open") });
+      bar.style.left = at(step.start);
+      bar.style.width = ended ? "max(2px, " + ((took / total) * 100).toFixed(2) + "%)" : "2px";
+      const track = h("span", { className: "track" }, bar);
+      let first = null;
+      if (typeof step.first_token === "number") {
+        const tick = h("span", { className: "first-token", title: "first token" });
+        tick.style.left = at(step.first_token);
+        track.append(tick);
+        first = "first token " + ms(step.first_token - step.start);
+      }
+      const timing = [ "+" + ms(step.start - origin), ended ? ms(took) : "stored as it ended", first ].filter(Boolean).join(", ");
+      const bad = step.outcome && step.outcome !== "answered";
+      return h("li", { className: "step step-" + step.kind + (bad ? " failed" : ""), dataset: { kind: step.kind } },
+        h("span", { className: "step-label" }, stepLabel(step)),
+        track,
+        h("span", { className: "step-time muted" }, timing));
+    });
+    return h("section", { className: "timeline" },
+      h("div", { className: "item-label" }, "timeline (" + ms(total) + ")"),
+      h("ol", { className: "steps", "aria-label": "timeline" }, rows));
+  }
   function turnView(turn, nextInChain) {
     const u = turn.usage || {};
     const card = h("article", { className: "turn", id: "turn-" + turn.id, dataset: { id: turn.id } },
@@ -152,6 +196,7 @@
         fact("request", turn.request_id), fact("key", turn.key_id),
         turn.conversation_id ? h("span", {}, "conversation ", link(turn.conversation_id, "#/conversation/" + encodeURIComponent(turn.conversation_id) + "?project=" + encodeURIComponent(turn.project))) : null),
       routeView(turn.route),
+      timelineView(turn.timeline),
       turn.error ? h("p", { className: "error" }, "Error: ", [turn.error.code, turn.error.message].filter(Boolean).join(": ")) : null,
       instructionsView(turn.instructions),
       (turn.input || []).map(itemView),

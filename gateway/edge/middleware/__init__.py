@@ -5,6 +5,7 @@ from .allowed_origins import AllowedOriginsMiddleware
 from .api_keys import APIKeyMiddleware
 from .json_only import JSONOnlyMiddleware
 from .observe import ObserveMiddleware
+from .traced import TraceMiddleware
 from .uncaught import UncaughtMiddleware
 
 __all__ = [
@@ -13,5 +14,6 @@ __all__ = [
     "AllowedOriginsMiddleware",
     "JSONOnlyMiddleware",
     "ObserveMiddleware",
+    "TraceMiddleware",
     "UncaughtMiddleware",
 ]

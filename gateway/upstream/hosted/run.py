@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 
+from ...tracing import NO_TRACER, Tracer
 from ..base import Replay, Upstream, UpstreamStream
 from ..errors import UpstreamError
 from ..results import Event, Item, TurnResult, failed_result, summed_usage
@@ -30,7 +31,14 @@ MAX_MODEL_CALLS = 100  # past this many in one turn, the functions are no longer
 class HostedUpstream:
     """``inner`` with the request's tools of ``kinds`` run by the gateway (see the module)."""
 
-    def __init__(self, inner: Upstream, kinds: list[Kind], max_turn_seconds: float) -> None:
+    def __init__(
+        self,
+        inner: Upstream,
+        kinds: list[Kind],
+        max_turn_seconds: float,
+        tracer: Tracer = NO_TRACER,
+    ) -> None:
+        self._tracer = tracer
         self._inner = inner
         self.capabilities = inner.capabilities
         self._kinds = kinds
@@ -38,7 +46,7 @@ class HostedUpstream:
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
-        run = Run(self._inner, self._kinds, request, stream, self._seconds)
+        run = Run(self._inner, self._kinds, request, stream, self._seconds, self._tracer)
         async with AsyncExitStack() as stack:
             await run.open(stack)
             first = None
@@ -60,8 +68,15 @@ class Run:
     """One turn's state: the output so far, what the model reads next, the calls planned."""
 
     def __init__(
-        self, inner: Upstream, kinds: list[Kind], request: Item, stream: bool, seconds: float
+        self,
+        inner: Upstream,
+        kinds: list[Kind],
+        request: Item,
+        stream: bool,
+        seconds: float,
+        tracer: Tracer = NO_TRACER,
     ) -> None:
+        self.tracer = tracer  # each call the gateway runs is a span of its own
         self._inner = inner
         self.kinds = kinds
         self._request = request

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from ...tracing import Tracer
 from ..builtin_tools import CALL_TYPES
 from ..output_builder import snapshot
 from ..results import Event, Item, TurnResult
 from .kind import Call, Kind
+from .tool_spans import traced_call
 
 _CLIENT_CALLS = frozenset({"function_call", "custom_tool_call", *CALL_TYPES})
 
@@ -29,6 +31,7 @@ class Run(Protocol):
     output: list[Item]
     model_input: list[Item]
     planned: int
+    tracer: Tracer
 
     def emit(self, *events: Event) -> None: ...
 
@@ -204,7 +207,13 @@ class Step:
             if call.waits:
                 waiting = True
                 continue
-            output = await kind.run(at, item, arguments, run.remaining(), run.emit)
+            output = await traced_call(
+                run.tracer,
+                kind,
+                item,
+                arguments,
+                kind.run(at, item, arguments, run.remaining(), run.emit),
+            )
             again = True
             call_id = str(inner.get("call_id") or item["id"])
             run.model_input += call_pair(call_id, str(inner.get("name")), arguments, output)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...config import GatewayConfig
 from ...config_sections import ProviderSettings
+from ...tracing import NO_TRACER, Tracer
 from ..addresses import Resolver
 from ..base import Upstream
 from ..mcp import Mcp, has_mcp, holds_mcp
@@ -50,13 +51,14 @@ async def with_hosted(
     own_count: int,
     history_types: frozenset[str | None] | None,
     resolver: Resolver,
+    tracer: Tracer = NO_TRACER,
 ) -> Upstream:
     """``upstream``, or the loop around it running the kinds the turn needs; their 400s
-    (:meth:`Kind.check`) before anything is stored."""
+    (:meth:`Kind.check`) before anything is stored; each call run is traced by ``tracer``."""
     needed = kinds(config, provider, request, own_count, history_types, resolver)
     if not needed:
         return upstream
     for kind in needed:
         await kind.check()
     seconds = min(kind.max_turn_seconds for kind in needed)
-    return HostedUpstream(upstream, needed, seconds)
+    return HostedUpstream(upstream, needed, seconds, tracer)
