@@ -1,6 +1,7 @@
 """``/v1/messages`` and ``/v1/messages/count_tokens``: Anthropic's Messages API in front of
-every configured model, each request run as one unstored turn (see
-:mod:`gateway.api.messages`); its errors in Anthropic's shape."""
+every configured model, each request run as one turn without history (see
+:mod:`gateway.api.messages`) and stored, for the console, unless its project is unstored;
+its errors in Anthropic's shape."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from ...observability.request_log import note_failed_request
 from ...turn.events import StreamEvent
 from ..json_response import EventStream, JSONResponse
 from ..messages_errors import anthropic_error_response, as_api_error
-from .common import project, read_body, service
+from .common import exchange_stored, project, read_body, service
 
 
 def _seals(request: Request, body: MessagesBody) -> ThinkingSeals:
@@ -68,6 +69,7 @@ async def create_message(request: Request) -> Response:
     body = parse_messages_body(await read_body(request))
     seals = _seals(request, body)
     turn = to_responses_body(body, seals)
+    turn.store = exchange_stored(request, "messages")
     try:
         if body.stream:
             events = await svc.stream(turn, project(request))
