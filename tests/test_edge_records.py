@@ -52,7 +52,11 @@ def gateway(
                 ],
             },
             "providers": {
-                "claude": {"wire_api": "anthropic", "base_url": claude_url, "api_key": ANTHROPIC_KEY},
+                "claude": {
+                    "wire_api": "anthropic",
+                    "base_url": claude_url,
+                    "api_key": ANTHROPIC_KEY,
+                },
                 "chat": {
                     "wire_api": "chat_completions",
                     "base_url": f"{chat_url}/v1",
@@ -185,7 +189,11 @@ def test_chats_own_store_false_keeps_no_record(gateway: tuple[str, FakeUpstream]
     answer = httpx.post(
         f"{url}/v1/chat/completions",
         headers={"authorization": f"Bearer {KEY_A}"},
-        json={"model": "chat-model", "store": False, "messages": [{"role": "user", "content": "x"}]},
+        json={
+            "model": "chat-model",
+            "store": False,
+            "messages": [{"role": "user", "content": "x"}],
+        },
         timeout=30,
     )
     assert answer.status_code == 200, answer.text

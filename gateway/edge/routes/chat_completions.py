@@ -2,9 +2,10 @@
 
 The request becomes one turn without history of the turn service, which routes, retries,
 limits, meters and counts it like any other, and stores it for the console (unless the
-client says ``store: false`` or its project is one of ``auth.unstored_projects``); its answer (or its stream of
-events) goes back as a ``chat.completion`` (or ``chat.completion.chunk`` server-sent events
-ending in ``data: [DONE]``). Errors name the Chat request's own params.
+client says ``store: false`` or its project is one of ``auth.unstored_projects``); its
+answer (or its stream of events) goes back as a ``chat.completion`` (or
+``chat.completion.chunk`` server-sent events ending in ``data: [DONE]``). Errors name the
+Chat request's own params.
 """
 
 from __future__ import annotations
