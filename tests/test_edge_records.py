@@ -112,10 +112,10 @@ def _ask_messages(url: str, key: str, *, stream: bool) -> str:
         if stream:
             with client.messages.with_streaming_response.create(**request, stream=True) as raw:
                 list(raw.iter_lines())
-                return raw.headers["x-request-id"]
+                return str(raw.headers["x-request-id"])
         made = client.messages.with_raw_response.create(**request)
         made.parse()
-        return made.headers["x-request-id"]
+        return str(made.headers["x-request-id"])
 
 
 def _ask_chat(url: str, key: str, *, stream: bool) -> str:
@@ -135,10 +135,10 @@ def _ask_chat(url: str, key: str, *, stream: bool) -> str:
                 **request, stream=True
             ) as raw:
                 list(raw.iter_lines())
-                return raw.headers["x-request-id"]
+                return str(raw.headers["x-request-id"])
         made = client.chat.completions.with_raw_response.create(**request)
         made.parse()
-        return made.headers["x-request-id"]
+        return str(made.headers["x-request-id"])
 
 
 ASK = {"messages": _ask_messages, "chat_completions": _ask_chat}
@@ -233,11 +233,14 @@ def test_a_thinking_block_sealed_for_one_project_does_not_open_for_another(
     client_a = anthropic.Anthropic(base_url=url, api_key=KEY_A, max_retries=0)
     client_b = anthropic.Anthropic(base_url=url, api_key=KEY_B, max_retries=0)
     with client_a, client_b:
-        question = {"role": "user", "content": "Think"}
+        question: anthropic.types.MessageParam = {"role": "user", "content": "Think"}
         first = client_a.messages.create(model="chat-model", max_tokens=64, messages=[question])
         assert first.content[0].type == "thinking"
-        history = [question, {"role": "assistant", "content": first.content}]
-        follow_up = [*history, {"role": "user", "content": "Again"}]
+        follow_up: list[anthropic.types.MessageParam] = [
+            question,
+            {"role": "assistant", "content": first.content},
+            {"role": "user", "content": "Again"},
+        ]
         with pytest.raises(anthropic.BadRequestError) as refused:
             client_b.messages.create(model="chat-model", max_tokens=64, messages=follow_up)
     assert refused.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
