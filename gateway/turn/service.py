@@ -301,14 +301,21 @@ class ResponsesService:
         turn.upstream_request, turn.history_count = shorter
         return True
 
-    async def respond(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
-        """Run a non-streamed turn; return its response object once it is stored."""
+    async def respond(
+        self, body: CreateResponseBody, project: str, kept: list[Item] | None = None
+    ) -> dict[str, Any]:
+        """Run a non-streamed turn; return its response object once it is stored.
+
+        ``kept`` receives the upstream's other events: an answer passed through as it
+        came (see :mod:`gateway.upstream.anthropic.passthrough`)."""
         result: TurnResult | None = None
         async with self.turn(body, project) as turn:
             async with self.open_upstream(turn, stream=False) as events:
                 async for event in events:
                     if isinstance(event, TurnResult):
                         result = event
+                    elif kept is not None:
+                        kept.append(event)
             if result is None or result.status == "failed":
                 error = (result.error if result else None) or {}
                 message = error.get("message")
