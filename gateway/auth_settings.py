@@ -32,6 +32,9 @@ class AuthSettings(BaseModel):
     cache_seconds: float = Field(default=5.0, ge=0, le=300)
     # How long a console login lasts: from a minute to 30 days (8 hours: a working day).
     console_session_seconds: float = Field(default=8 * 3600.0, ge=60, le=30 * 86400)
+    # Projects whose exchanges on /v1/messages and /v1/chat/completions keep their usage
+    # and cost only, not their content.
+    unstored_projects: list[ProjectName] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _distinct_keys(self) -> AuthSettings:

@@ -56,9 +56,10 @@ class Messages:
         """One answer of ``model``'s fake: text, and ``reasoning``, ``tool_calls``."""
         if model == "claude":
             tool_uses = [(i, n, json.loads(a)) for i, n, a in extra.pop("tool_calls", [])]
-            self.claude.script(
-                AnthropicReply(text=text, thinking=extra.get("reasoning"), tool_uses=tool_uses)
+            reply = AnthropicReply(  # Claude sends no empty text block, nor takes one back
+                text=text or None, thinking=extra.get("reasoning"), tool_uses=tool_uses
             )
+            self.claude.script(reply)
         else:
             self.chat.script(Reply(text=text, **extra))
 
@@ -243,7 +244,9 @@ def test_claudes_thinking_keeps_claudes_signature(messages: Messages, stream: bo
     messages.script("claude", "42.", reasoning="Six times seven.")
     question = {"role": "user", "content": "Six times seven?"}
     thinking = {"type": "enabled", "budget_tokens": 2048}
-    first, _ = ask(client, stream, model="claude", messages=[question], thinking=thinking)
+    first, _ = ask(
+        client, stream, model="claude", messages=[question], thinking=thinking, max_tokens=4096
+    )
     thought = first.content[0]
     assert thought.type == "thinking" and thought.thinking == "Six times seven."
     assert thought.signature == messages.claude.sign("Six times seven.")
@@ -253,7 +256,7 @@ def test_claudes_thinking_keeps_claudes_signature(messages: Messages, stream: bo
         {"role": "user", "content": "And six times eight?"},
     ]
     messages.script("claude", "48.")
-    ask(client, stream, model="claude", messages=follow, thinking=thinking)
+    ask(client, stream, model="claude", messages=follow, thinking=thinking, max_tokens=4096)
     replayed = messages.claude.replayed_thinking()
     assert replayed == [
         {"type": "thinking", "thinking": "Six times seven.", "signature": thought.signature}

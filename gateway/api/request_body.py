@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 from pydantic_core import ErrorDetails
 
 from ..errors import APIError, invalid_request
@@ -96,8 +96,21 @@ class CreateResponseBody(BaseModel):
     background: bool = False
     metadata: dict[str, str] | None = None
     user: str | None = Field(default=None, max_length=256)
+    # The request as a client of another API sent it, for an upstream of that API: set by
+    # that API's edge, never read from a body.
+    _passthrough: dict[str, Any] | None = PrivateAttr(default=None)
 
     _metadata = field_validator("metadata")(check_metadata)
+
+    @property
+    def passthrough(self) -> dict[str, Any] | None:
+        """The request as a client of another API sent it (see :meth:`pass_through`)."""
+        return self._passthrough
+
+    def pass_through(self, request: dict[str, Any]) -> None:
+        """Send ``request`` as it came to an upstream that speaks its client's API; the
+        other upstreams get this body's translation."""
+        self._passthrough = request
 
     @field_validator("conversation")
     @classmethod

@@ -76,6 +76,7 @@ def summary(record: StoredResponse) -> dict[str, Any]:
         "conversation_id": record.conversation_id,
         "request_id": _text(meta.get("request_id")),
         "key_id": _text(meta.get("key_id")),
+        "edge": _text(meta.get("edge")) or "responses",
         "cost_usd": _number(meta.get("cost_usd")),
         "usage": usage_of(record),
         "preview": preview(record),

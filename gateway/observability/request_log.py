@@ -31,6 +31,7 @@ class RequestLog:
     model: str | None = None
     usage: dict[str, Any] | None = None
     upstream_seconds: float | None = None
+    edge: str | None = None  # the API the request came in by, when not Responses'
 
     def fields(self) -> dict[str, Any]:
         usage = self.usage or {}

@@ -72,11 +72,14 @@ logger = logging.getLogger(__name__)
 
 def turn_metadata(user: str | None) -> dict[str, Any]:
     """What a stored turn records of who made it: the end user the client named, the
-    request id (``x-request-id``) and the API key's id (``static:NAME`` or a managed key's)."""
+    request id (``x-request-id``), the API key's id (``static:NAME`` or a managed key's)
+    and the edge it came in by (``messages``, ``chat_completions``) when not Responses'."""
     metadata: dict[str, Any] = {"user": user} if user else {}
     log = CURRENT_REQUEST.get()
     if log is not None:
         metadata["request_id"] = log.request_id
+        if log.edge is not None:
+            metadata["edge"] = log.edge
         if log.key_id is not None:
             metadata["key_id"] = log.key_id
     return metadata
@@ -333,14 +336,21 @@ class ResponsesService:
         turn.upstream_request, turn.history_count = shorter
         return True
 
-    async def respond(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
-        """Run a non-streamed turn; return its response object once it is stored."""
+    async def respond(
+        self, body: CreateResponseBody, project: str, kept: list[Item] | None = None
+    ) -> dict[str, Any]:
+        """Run a non-streamed turn; return its response object once it is stored.
+
+        ``kept`` receives the upstream's other events: an answer passed through as it
+        came (see :mod:`gateway.upstream.anthropic.passthrough`)."""
         result: TurnResult | None = None
         async with self.turn(body, project) as turn:
             async with self.open_upstream(turn, stream=False) as events:
                 async for event in events:
                     if isinstance(event, TurnResult):
                         result = event
+                    elif kept is not None:
+                        kept.append(event)
             if result is None or result.status == "failed":
                 error = (result.error if result else None) or {}
                 message = error.get("message")

@@ -8,6 +8,7 @@ from session import Item
 
 from ..api.request_body import CreateResponseBody
 from ..config import Route
+from ..upstream.anthropic.passthrough import PASSTHROUGH
 
 # Top-level fields the gateway consumes itself and never sends upstream.
 _GATEWAY_FIELDS = frozenset(
@@ -19,6 +20,7 @@ _GATEWAY_FIELDS = frozenset(
         "stream_options",
         "background",
         "metadata",
+        PASSTHROUGH,  # set by the Messages edge alone (below), never by a client
     }
 )
 
@@ -36,4 +38,6 @@ def stateless_request(body: CreateResponseBody, route: Route, items: list[Item])
             request[key] = value
     request["model"] = route.upstream_model
     request["input"] = items
+    if body.passthrough is not None:
+        request[PASSTHROUGH] = body.passthrough
     return request

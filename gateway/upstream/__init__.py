@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..config import Route
 from .anthropic import AnthropicUpstream
+from .anthropic.passthrough import WithoutPassthrough
 from .base import Upstream, UpstreamStream
 from .chat_completions import ChatCompletionsUpstream
 from .echo import EchoUpstream
@@ -32,8 +33,9 @@ def build_upstream(route: Route, client: ProviderClient | None, state: Reasoning
     wire = route.provider.wire_api
     if client is not None and wire == "anthropic":
         return AnthropicUpstream(client, route, state)
+    # The other wires read a Messages request's translation, never its client's body.
     if client is not None and wire == "chat_completions":
-        return ChatCompletionsUpstream(client, state)
+        return WithoutPassthrough(ChatCompletionsUpstream(client, state))
     if client is not None and wire == "responses":
-        return ResponsesUpstream(client, state)
-    return EchoUpstream()
+        return WithoutPassthrough(ResponsesUpstream(client, state))
+    return WithoutPassthrough(EchoUpstream())

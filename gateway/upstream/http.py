@@ -108,6 +108,12 @@ class ProviderClient:
         keyed._headers = {**self._headers, header: value}
         return keyed
 
+    def with_headers(self, headers: dict[str, str]) -> ProviderClient:
+        """This client sending ``headers`` too (over its own of the same names)."""
+        changed = copy.copy(self)
+        changed._headers = {**self._headers, **headers}
+        return changed
+
     # -- one exchange ------------------------------------------------------------------
 
     def _error(self, kind: type[UpstreamError], message: str) -> UpstreamError:

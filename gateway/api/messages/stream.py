@@ -21,6 +21,20 @@ Item = dict[str, Any]
 Out = tuple[str, Item]
 _TEXT_DELTAS = frozenset({"response.output_text.delta", "response.refusal.delta"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+_INVALID_CODES = frozenset({"context_length_exceeded", "invalid_prompt"})
+
+
+def stream_error_type(error: Item) -> str:
+    """Anthropic's error type for a failed turn's ``error`` (its code, and the words an
+    overloaded provider's failure is told in)."""
+    code = str(error.get("code") or "")
+    if code == "rate_limit_exceeded":
+        return "rate_limit_error"
+    if code in _INVALID_CODES or code.startswith(("invalid_", "image_")):
+        return "invalid_request_error"
+    if "overloaded" in str(error.get("message") or "").lower():
+        return "overloaded_error"
+    return "api_error"
 
 
 class MessagesStream:
@@ -177,7 +191,8 @@ class MessagesStream:
         if event.get("type") == "response.failed":
             error = response.get("error") or {}
             message = str(error.get("message") or "The model's answer failed.")
-            failure = {"type": "error", "error": {"type": "api_error", "message": message}}
+            kind = stream_error_type(error)
+            failure = {"type": "error", "error": {"type": kind, "message": message}}
             return [*events, ("error", failure)]
         if self.stop_sequence is not None:
             reason = "stop_sequence"

@@ -189,7 +189,7 @@
         h("span", { className: "status-" + turn.status }, turn.status),
         h("span", { className: "muted" }, when(turn.created_at))),
       h("div", { className: "facts" },
-        fact("model", turn.model), fact("project", turn.project),
+        fact("model", turn.model), fact("project", turn.project), fact("by", turn.edge),
         fact("tokens in", u.input_tokens), fact("cached", u.cached_tokens), fact("out", u.output_tokens),
         fact("cost", usd(turn.cost_usd)), fact("latency", secs(turn.latency_seconds)),
         fact("first token", turn.time_to_first_token_seconds === null ? "not stored" : secs(turn.time_to_first_token_seconds)),

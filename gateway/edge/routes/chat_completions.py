@@ -1,9 +1,11 @@
 """``POST /v1/chat/completions``: Chat Completions clients reach every configured model.
 
-The request becomes one stateless turn (``store: false``) of the turn service, which
-routes, retries, limits, meters and counts it like any other; its answer (or its stream of
-events) goes back as a ``chat.completion`` (or ``chat.completion.chunk`` server-sent events
-ending in ``data: [DONE]``). Errors name the Chat request's own params.
+The request becomes one turn without history of the turn service, which routes, retries,
+limits, meters and counts it like any other, and stores it for the console (unless the
+client says ``store: false`` or its project is one of ``auth.unstored_projects``); its
+answer (or its stream of events) goes back as a ``chat.completion`` (or
+``chat.completion.chunk`` server-sent events ending in ``data: [DONE]``). Errors name the
+Chat request's own params.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from ...turn.events import StreamEvent
 from ...upstream import UnsupportedInput
 from ..errors import from_upstream_error
 from ..json_response import SSE_HEADERS, JSONResponse
-from .common import project, read_body, service
+from .common import exchange_stored, project, read_body, service
 
 DONE = b"data: [DONE]\n\n"
 
@@ -68,6 +70,7 @@ async def _chunks(events: AsyncIterator[list[StreamEvent]], turn: ChatTurn) -> A
 async def create_chat_completion(request: Request) -> Response:
     chat = parse_chat_body(await read_body(request))
     turn = to_turn(chat)
+    turn.body.store = exchange_stored(request, "chat_completions", chat.store)
     svc, caller = service(request), project(request)
     try:
         if turn.body.stream:

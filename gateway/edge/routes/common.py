@@ -8,6 +8,7 @@ import re
 from starlette.requests import ClientDisconnect, Request
 
 from ...errors import APIError, invalid_request
+from ...observability.request_log import CURRENT_REQUEST
 from ...turn.service import ResponsesService
 
 DEFAULT_PROJECT = "default"
@@ -23,6 +24,17 @@ def project(request: Request) -> str:
     """The project a request acts for: its API key's, or ``default`` without keys."""
     found: str = request.scope.get("state", {}).get("project", DEFAULT_PROJECT)
     return found
+
+
+def exchange_stored(request: Request, edge: str, asked: bool | None = None) -> bool:
+    """Note that the request came in by ``edge`` (its stored turn says so) and whether
+    its exchange is stored: unless the client said ``store: false`` or its key's project is
+    one of ``auth.unstored_projects`` (then only its usage and cost are kept)."""
+    log = CURRENT_REQUEST.get()
+    if log is not None:
+        log.edge = edge
+    unstored = service(request).config.auth.unstored_projects
+    return asked is not False and project(request) not in unstored
 
 
 def _too_large(limit: int) -> APIError:

@@ -1,10 +1,12 @@
 """``/v1/messages`` and ``/v1/messages/count_tokens``: Anthropic's Messages API in front of
-every configured model, each request run as one unstored turn (see
-:mod:`gateway.api.messages`); its errors in Anthropic's shape."""
+every configured model, each request run as one turn without history (see
+:mod:`gateway.api.messages`) and stored, for the console, unless its project is unstored;
+its errors in Anthropic's shape."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import orjson
 from starlette.requests import Request
@@ -14,17 +16,21 @@ from starlette.routing import Route
 from ...api.messages import (
     MessagesBody,
     MessagesStream,
+    RelayedStream,
     ThinkingSeals,
     parse_messages_body,
+    passed_answer,
     to_count_body,
     to_message,
     to_responses_body,
 )
+from ...api.request_body import CreateResponseBody
 from ...observability.request_log import note_failed_request
 from ...turn.events import StreamEvent
+from ...upstream.anthropic.passthrough import passthrough
 from ..json_response import EventStream, JSONResponse
 from ..messages_errors import anthropic_error_response, as_api_error
-from .common import project, read_body, service
+from .common import exchange_stored, project, read_body, service
 
 
 def _seals(request: Request, body: MessagesBody) -> ThinkingSeals:
@@ -35,6 +41,16 @@ def _seals(request: Request, body: MessagesBody) -> ThinkingSeals:
         if route.provider.wire_api == "anthropic"
     ]
     return ThinkingSeals(svc.sealer, project(request), body.model, claude)
+
+
+def _pass_through(request: Request, body: MessagesBody, turn: CreateResponseBody) -> bool:
+    """Hand the client's body along for a Claude deployment (the model's or a fallback's),
+    which gets it as it came; the other wires get its translation."""
+    if not any(p.wire_api == "anthropic" for p in service(request).upstreams.providers(body.model)):
+        return False
+    beta = request.headers.get("anthropic-beta")
+    turn.pass_through(passthrough(body.model_dump(exclude_unset=True), beta))
+    return True
 
 
 def _anthropic_errors(
@@ -50,7 +66,7 @@ def _anthropic_errors(
 
 
 async def _translated(
-    events: AsyncIterator[list[StreamEvent]], stream: MessagesStream
+    events: AsyncIterator[list[StreamEvent]], stream: MessagesStream | RelayedStream
 ) -> AsyncIterator[list[StreamEvent]]:
     async for batch in events:
         made = [
@@ -68,16 +84,22 @@ async def create_message(request: Request) -> Response:
     body = parse_messages_body(await read_body(request))
     seals = _seals(request, body)
     turn = to_responses_body(body, seals)
+    turn.store = exchange_stored(request, "messages")
+    relayed = _pass_through(request, body, turn)
+    kept: list[dict[str, Any]] = []
     try:
         if body.stream:
             events = await svc.stream(turn, project(request))
-            return EventStream(
-                _translated(events, MessagesStream(body.model, seals, body.stop_sequences))
-            )
-        answer = await svc.respond(turn, project(request))
+            translated = MessagesStream(body.model, seals, body.stop_sequences)
+            stream = RelayedStream(body.model, translated) if relayed else translated
+            return EventStream(_translated(events, stream))
+        answer = await svc.respond(turn, project(request), kept)
     except Exception:
         note_failed_request(project(request), body.model)
         raise
+    passed = passed_answer(kept, body.model)
+    if passed is not None:
+        return JSONResponse(passed)
     return JSONResponse(to_message(answer, body.model, seals, body.stop_sequences))
 
 
@@ -86,6 +108,7 @@ async def count_tokens(request: Request) -> Response:
     svc = service(request)
     body = parse_messages_body(await read_body(request), count=True)
     counted = to_count_body(body, _seals(request, body))
+    _pass_through(request, body, counted)
     tokens = await svc.count_input_tokens(counted, project(request))
     return JSONResponse({"input_tokens": tokens})
 

@@ -15,6 +15,7 @@ from ..http import ProviderClient
 from ..reasoning_state import ReasoningState
 from ..results import Event, Item
 from ..streams import ReportedError, ended
+from . import passthrough
 from .request import MessagesRequest, to_messages_request
 from .response import CONTEXT_WINDOW_EXCEEDED, MessagesTranslator
 
@@ -33,9 +34,25 @@ class AnthropicUpstream:
     def _translate(self, request: Item, *, stream: bool) -> MessagesRequest:
         return to_messages_request(request, route=self._route, stream=stream, state=self._state)
 
+    def _passed(self, request: Item, *, stream: bool) -> tuple[ProviderClient, Item] | None:
+        """The client and body of a request its client's body goes as (see passthrough)."""
+        sent = request.get(passthrough.PASSTHROUGH)
+        if sent is None:
+            return None
+        client = self._client
+        beta = passthrough.beta_header(client.settings.anthropic_beta, sent)
+        if beta is not None:
+            client = client.with_headers({"anthropic-beta": beta})
+        return client, passthrough.upstream_body(sent, self._route.upstream_model, stream=stream)
+
     async def _count_input_tokens(self, request: Item) -> int:
-        payload = self._translate(request, stream=False).count_tokens_payload()
-        body = await self._client.fetch_json(COUNT_TOKENS, payload)
+        passed = self._passed(request, stream=False)
+        if passed is not None:
+            client, payload = passed[0], passthrough.counted(passed[1])
+        else:
+            client = self._client
+            payload = self._translate(request, stream=False).count_tokens_payload()
+        body = await client.fetch_json(COUNT_TOKENS, payload)
         tokens = body.get("input_tokens")
         if not isinstance(tokens, int):
             raise self._invalid("its token count has no 'input_tokens'")
@@ -48,11 +65,18 @@ class AnthropicUpstream:
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
-        made = self._translate(request, stream=stream)
         summary = (request.get("reasoning") or {}).get("summary") is not None
-        translator = MessagesTranslator(self._state, made.tool_names, reasoning_summary=summary)
+        passed = self._passed(request, stream=stream)
+        if passed is not None:  # the client's own body; its answer goes back as it came
+            client, payload = passed
+            translator = MessagesTranslator(self._state, reasoning_summary=summary)
+        else:
+            client, made = self._client, self._translate(request, stream=stream)
+            payload = made.payload
+            translator = MessagesTranslator(self._state, made.tool_names, reasoning_summary=summary)
+        relay = passed is not None
         if not stream:
-            body = await self._client.fetch_json(MESSAGES, made.payload)
+            body = await client.fetch_json(MESSAGES, payload)
             try:
                 translator.message(body)
             except MalformedAnswer as error:
@@ -65,16 +89,19 @@ class AnthropicUpstream:
                     status=400,
                     code="context_length_exceeded",
                 )
-            yield Replay([], translator.finish()[1])
+            raw = [{"type": passthrough.RAW_MESSAGE, "message": body}] if relay else []
+            yield Replay(raw, translator.finish()[1])
             return
-        async with self._client.open_events(MESSAGES, made.payload) as data:
-            yield ended(self._name, self._events(data, translator), translator)
+        async with client.open_events(MESSAGES, payload) as data:
+            yield ended(self._name, self._events(data, translator, relay), translator)
 
     async def _events(
-        self, data: AsyncIterator[str], translator: MessagesTranslator
+        self, data: AsyncIterator[str], translator: MessagesTranslator, relay: bool
     ) -> AsyncIterator[Event]:
         async for text in data:
             event = orjson.loads(text)
+            if relay and isinstance(event, dict):
+                yield passthrough.relayed(event)
             if isinstance(event, dict) and event.get("type") == "error":
                 raise ReportedError(self._reported(event.get("error")))
             for converted in translator.event(event):
