@@ -55,7 +55,7 @@ def run(seconds: float, rounds: int, baseline: str | None, baseline_from: Path |
         stack.enter_context(
             running(serve_command(python, upstream_port), f"{upstream}/v1/chat/completions")
         )
-        installs = [("this gateway", python, None)]
+        installs: list[tuple[str, str, Path | None]] = [("this gateway", python, None)]
         if baseline is not None:
             installs.insert(0, ("baseline", baseline, baseline_from or folder))
         targets: dict[str, tuple[str, int]] = {}
