@@ -5,9 +5,9 @@
 Fresh non-streamed turns at 8 connections and at 1, from a fast fake Chat Completions
 upstream, with wrk (one thread). Each figure is the median of ``rounds`` runs, and the runs
 take turns between the targets, so a slower spell of a shared machine falls on all of them.
-Beside each rate, the server's CPU time per turn read from ``/proc``: user and system time
-of the server process, all its threads and its child processes (the WAL's sync process),
-which moves far less with the machine's other load than the rate does.
+Beside each rate, the server's CPU time per turn read from ``/proc``: the time the server
+process, all its threads and its child processes (the WAL's sync process) ran, user and
+system, which moves far less with the machine's other load than the rate does.
 
 ``--baseline`` adds the same two settings run by another installation's Python (an earlier
 checkout's venv), from ``--baseline-from`` (its checkout, which ``-m gateway`` then imports;
@@ -17,6 +17,7 @@ by default a scratch folder): a before and after in one run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -27,23 +28,21 @@ from pathlib import Path
 from .compare import FRESH, gateway_config
 from .fake_chat import serve_command
 from .load import free_port, running, wrk
+from .syncs import descendants
 
 LOADS = [("8 connections", 8), ("1 connection", 1)]
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int) -> float:
-    """User and system time of ``pid``, its threads and its live descendants."""
-    total = 0.0
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / TICKS
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            for child in (task / "children").read_text().split():
-                total += cpu_seconds(int(child))
-    except (FileNotFoundError, ProcessLookupError):
-        pass
-    return total
+    """The time ``pid``, its threads and its live descendants ran on a CPU (user and
+    system): each thread's ``schedstat``, counted by the scheduler to the nanosecond, where
+    ``stat``'s user and system times are sampled at each clock tick."""
+    total = 0
+    for each in (pid, *descendants(pid)):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            for task in Path(f"/proc/{each}/task").iterdir():
+                total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
 
 
 def run(seconds: float, rounds: int, baseline: str | None, baseline_from: Path | None) -> str:
