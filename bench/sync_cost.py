@@ -28,7 +28,7 @@ from pathlib import Path
 from .compare import FRESH, gateway_config
 from .fake_chat import serve_command
 from .load import free_port, running, wrk
-from .syncs import descendants
+from .syncs import descendants, sync_latency_ms
 
 LOADS = [("8 connections", 8), ("1 connection", 1)]
 
@@ -101,9 +101,11 @@ def run(seconds: float, rounds: int, baseline: str | None, baseline_from: Path |
                 f"- {label}: full / normal throughput at 8 connections {at8:.2f}; "
                 f"CPU per turn at 1 connection {cpu1:.2f}"
             )
+        p50, p99 = sync_latency_ms(folder)
         setting = (
             f"{seconds:g} s per run, medians of {rounds} rounds, wrk -t1, {os.cpu_count()} "
-            "cores; each cell: req/s · server CPU µs per turn (process, threads, children)"
+            "cores; each cell: req/s · server CPU µs per turn (process, threads, children); "
+            f"this disk's 4 KiB write + fdatasync: p50 {p50:.2f} ms, p99 {p99:.2f} ms"
         )
         return "\n".join([setting, *lines, *notes])
 
