@@ -5,6 +5,7 @@ cannot start a thread syncs instead (said once in the log)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -151,3 +152,15 @@ async def test_where_no_sync_process_serves_a_thread_syncs_said_once(
     with pytest.raises(StoreUnavailable):
         await store.save(turn("resp_7"))
     await store.close()
+
+
+def test_a_store_dropped_unclosed_still_ends_its_sync_process(tmp_path: Path) -> None:
+    async def use() -> int:
+        store = SQLiteStore(tmp_path / "s.db")
+        await store.save(turn("resp_1"))
+        assert store.sync_process is not None
+        return store.sync_process
+
+    pid = asyncio.run(use())  # the loop is closed, and the store unreferenced
+    gc.collect()
+    assert reaped(pid)

@@ -20,6 +20,7 @@ import os
 import socket
 import subprocess
 import sys
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -81,6 +82,8 @@ class ProcessSyncer:
             theirs.close()
         ours.setblocking(False)
         self._sock = ours
+        # A store dropped unclosed still ends its process, and leaves no zombie.
+        self._stop = weakref.finalize(self, _stop, ours, self._process)
         self._received = b""
         self._served = False  # it said it serves
         self._ended = False
@@ -173,12 +176,16 @@ class ProcessSyncer:
                 received = b""
             self._take(received)
         self._unwatch()
-        self._sock.close()  # the process reads the end of its socket and exits
-        try:
-            self._process.wait(timeout=CLOSE_SECONDS)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
+        self._stop()
+
+
+def _stop(sock: socket.socket, process: subprocess.Popen[bytes]) -> None:
+    sock.close()  # the process reads the end of its socket and exits
+    try:
+        process.wait(timeout=CLOSE_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class ThreadSyncer:
