@@ -1,9 +1,10 @@
 """Syncs to the disk: how long one takes here, and how many a target makes per turn.
 
-A target's syncs are counted with ``strace -f -c -e trace=fsync,fdatasync -p PID``
-attached for one load of its own (a traced process runs slower, so that load is not one
-of the timed ones). PostgreSQL syncs its WAL in its own server processes: its count is
-the server's ``pg_stat_wal.wal_sync`` over the load.
+A target's syncs are counted with ``strace -f -c -e trace=fsync,fdatasync -p PID`` (and
+``-p`` each of its child processes: the gateway's WAL sync process) attached for one load
+of its own (a traced process runs slower, so that load is not one of the timed ones).
+PostgreSQL syncs its WAL in its own server processes: its count is the server's
+``pg_stat_wal.wal_sync`` over the load.
 """
 
 from __future__ import annotations
@@ -61,11 +62,12 @@ def strace_unusable() -> str | None:
 
 
 def count_syncs(pid: int, load: Callable[[], T], folder: Path) -> tuple[int, T]:
-    """The fsync and fdatasync calls of ``pid`` (all its threads) while ``load`` runs, and
-    what ``load`` returned."""
+    """The fsync and fdatasync calls of ``pid`` (all its threads, and its child processes:
+    the gateway's WAL sync process) while ``load`` runs, and what ``load`` returned."""
     summary = folder / f"syncs-{pid}.txt"
+    attach = [arg for each in (pid, *descendants(pid)) for arg in ("-p", str(each))]
     tracer = subprocess.Popen(
-        ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", str(summary), "-p", str(pid)],
+        ["strace", "-f", "-c", "-e", "trace=fsync,fdatasync", "-o", str(summary), *attach],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -81,6 +83,19 @@ def count_syncs(pid: int, load: Callable[[], T], folder: Path) -> tuple[int, T]:
         tracer.send_signal(signal.SIGINT)  # detach and write the summary
         tracer.communicate(timeout=60)  # and close its error pipe
     return parse_summary(summary.read_text()), result
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes started by ``pid``, and theirs (strace ``-f`` follows only the ones
+    started after it attached)."""
+    found: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                found += [int(child), *descendants(int(child))]
+    except FileNotFoundError:
+        pass
+    return found
 
 
 def parse_summary(text: str) -> int:

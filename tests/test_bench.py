@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from bench import compare, edges, storage, stream_length, tracing
+from bench import compare, edges, storage, stream_length, sync_cost, tracing
 from bench.syncs import strace_unusable
 
 from .adapter_targets import POSTGRES_DSN_VARIABLE
@@ -100,3 +100,13 @@ def test_the_stream_length_benchmark_runs(capsys: pytest.CaptureFixture[str]) ->
     assert header.split()[0] == "chunks" and header.count("ratio") == kinds
     assert [row.split()[0] for row in rows] == ["10", "100"]
     assert [float(ratio) for ratio in rows[0].split()[2::2]] == [1.0] * kinds
+
+
+@pytest.mark.timeout(600)
+def test_the_durable_commit_benchmark_runs() -> None:
+    if shutil.which("wrk") is None:
+        pytest.skip("bench.sync_cost needs wrk: apt-get install wrk (.ci/run installs it)")
+    report = sync_cost.run(seconds=1, rounds=1, baseline=None, baseline_from=None)
+    rows = [line for line in report.splitlines() if line.startswith("| ") and "µs" in line]
+    assert len(rows) == len(sync_cost.LOADS), report
+    assert "this gateway: full / normal throughput at 8 connections" in report

@@ -30,15 +30,16 @@ pytestmark = [pytest.mark.system]
 
 TURNS = 40
 AT_ONCE = 8
-TRACED = "openat,close,pwrite64,write,writev,sendto,fsync,fdatasync"
+TRACED = "execve,pwrite64,write,writev,sendto,fsync,fdatasync"
 
 _LINE = re.compile(r"^(?P<pid>\d+)\s+\S+\s+(?P<call>.*)$")
 _UNFINISHED = " <unfinished ...>"
 _RESUMED = re.compile(r"^<\.\.\. (?P<name>\w+) resumed>(?P<rest>.*)$")
-_CALL = re.compile(r"^(?P<name>\w+)\((?P<first>[^,)]*)")
-_OPENED = re.compile(r'^openat\(AT_FDCWD, "(?P<path>[^"]+)",.*\)\s+=\s+(?P<fd>\d+)$')
+# strace -y names each descriptor's file after it: 5</tmp/s.db-wal>, 12<socket:[4711]>.
+_CALL = re.compile(r"^(?P<name>\w+)\((?P<fd>\d+)(?:<(?P<file>[^>]*)>)?")
 _RESULT = re.compile(r"\)\s+=\s+(?P<result>-?\d+)")  # strace pads short calls
 _MARKER = re.compile(r"reply to: (mk\d{4}x)")
+SYNC_PROGRAM = "wal_syncer.py"
 
 
 def _strace_works() -> str | None:
@@ -62,21 +63,25 @@ class Trace:
     """What the strace log shows about the WAL file and the answers."""
 
     answers: dict[str, bool] = field(default_factory=dict)  # marker: durable when sent
+    # marker: durable when sent, counting the syncs of the sync process alone
+    by_sync_process: dict[str, bool] = field(default_factory=dict)
     wal_syncs: int = 0
+    sync_processes: set[str] = field(default_factory=set)  # the pids of wal_syncer.py
 
 
 def read_trace(log: Path) -> Trace:
-    """Replay the log in its order (each thread stops at every traced call until strace
-    has written it, so the order is causal): a WAL write gets a number, a sync of the WAL
-    covers the writes numbered before it started, and an answer is durable when the
-    first WAL write holding its reply is covered by a sync completed before it."""
+    """Replay the log in its order (each traced thread and process stops at every traced
+    call until strace has written it, so the order is causal): a WAL write gets a number,
+    a sync of the WAL (in whichever process) covers the writes numbered before it started,
+    and an answer is durable when the first WAL write holding its reply is covered by a
+    sync completed before it."""
     trace = Trace()
-    files: dict[int, str] = {}
     pending: dict[str, str] = {}  # pid: a call's text before it blocked
     sync_started: dict[str, int] = {}  # pid: the WAL writes a running sync covers
     writes = 0  # WAL writes so far
     written: dict[str, int] = {}  # marker: its first WAL write
     durable = 0  # WAL writes covered by a completed sync
+    durable_by_process = 0  # the same, by the sync process's syncs
     for line in log.read_text(errors="replace").splitlines():
         matched = _LINE.match(line)
         if matched is None:
@@ -84,49 +89,47 @@ def read_trace(log: Path) -> Trace:
         pid, call = matched["pid"], matched["call"]
         if call.endswith(_UNFINISHED):
             pending[pid] = call = call[: -len(_UNFINISHED)]
-            if _syncs_wal(call, files):
+            if _syncs_wal(call):
                 sync_started[pid] = writes
             continue
         if (resumed := _RESUMED.match(call)) is not None:
             call = pending.pop(pid, resumed["name"] + "(") + resumed["rest"]
-        elif _syncs_wal(call, files):
+        elif _syncs_wal(call):
             sync_started[pid] = writes
+        if call.startswith("execve(") and SYNC_PROGRAM in call:
+            trace.sync_processes.add(pid)
         call_match = _CALL.match(call)
         if call_match is None:
             continue
-        name, first = call_match["name"], call_match["first"]
+        name, file = call_match["name"], call_match["file"] or ""
         result = _RESULT.search(call)
-        if name == "openat" and (opened := _OPENED.match(call)) is not None:
-            files[int(opened["fd"])] = opened["path"]
-        elif name == "close" and first.isdigit():
-            files.pop(int(first), None)
-        elif name in ("fsync", "fdatasync") and pid in sync_started:
+        if name in ("fsync", "fdatasync") and pid in sync_started:
             covered = sync_started.pop(pid)
             if result is not None and result["result"] == "0":
                 trace.wal_syncs += 1
                 durable = max(durable, covered)
-        elif name == "pwrite64" and files.get(int(first), "").endswith("-wal"):
+                if pid in trace.sync_processes:
+                    durable_by_process = max(durable_by_process, covered)
+        elif name == "pwrite64" and file.endswith("-wal"):
             writes += 1
             for marker in _MARKER.findall(call):
                 written.setdefault(marker, writes)
-        elif name in ("write", "writev", "sendto") and _is_socket(first, files):
+        elif name in ("write", "writev", "sendto") and file.startswith(("socket:", "TCP")):
             for marker in _MARKER.findall(call):
                 trace.answers[marker] = marker in written and written[marker] <= durable
+                trace.by_sync_process[marker] = (
+                    marker in written and written[marker] <= durable_by_process
+                )
     return trace
 
 
-def _syncs_wal(call: str, files: dict[int, str]) -> bool:
+def _syncs_wal(call: str) -> bool:
     matched = _CALL.match(call)
     return (
         matched is not None
         and matched["name"] in ("fsync", "fdatasync")
-        and files.get(int(matched["first"]), "").endswith("-wal")
+        and (matched["file"] or "").endswith("-wal")
     )
-
-
-def _is_socket(fd: str, files: dict[int, str]) -> bool:
-    """Not a file the process opened by name, nor its standard output or error."""
-    return fd.isdigit() and int(fd) > 2 and int(fd) not in files
 
 
 def _config(tmp_path: Path, upstream_url: str, synchronous: str) -> Path:
@@ -172,7 +175,7 @@ def run_traced(tmp_path: Path, upstream: tuple[FakeUpstream, str], synchronous: 
     )
     config = _config(tmp_path, upstream_url, synchronous)
     log = tmp_path / "strace.log"
-    strace = ["strace", "-f", "--seccomp-bpf", "-tt", "-s", "65536", "-o", str(log)]
+    strace = ["strace", "-f", "-y", "--seccomp-bpf", "-tt", "-s", "65536", "-o", str(log)]
     tracer, url = start_instance(config, prefix=[*strace, "-e", f"trace={TRACED}"])
     try:
         with httpx.Client(base_url=url, timeout=60) as client:
@@ -210,6 +213,10 @@ def test_full_answers_a_turn_only_once_its_commit_is_synced(
     assert all(trace.answers.values()), [m for m, ok in trace.answers.items() if not ok]
     # Turns answered together shared syncs (start-up's own syncs of the WAL included).
     assert 0 < trace.wal_syncs < TURNS
+    # The syncs that made them durable were the sync process's (SQLite syncs the WAL
+    # itself only at checkpoints and when the file is closed).
+    assert len(trace.sync_processes) == 1
+    assert all(trace.by_sync_process.values())
 
 
 def test_normal_answers_turns_before_their_commit_is_synced(
@@ -218,3 +225,4 @@ def test_normal_answers_turns_before_their_commit_is_synced(
     trace = run_traced(tmp_path, fake_upstream, "normal")
     assert len(trace.answers) == TURNS
     assert not all(trace.answers.values())  # a power loss would take these
+    assert trace.sync_processes == set()  # nothing to sync, nothing started

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from ..errors import StoreUnavailable
-from .durability import SyncFunction, WALSync
+from .durability import WALSync
 from .schema import migrate
+from .syncers import SyncHooks
 
 T = TypeVar("T")
 
@@ -88,9 +89,9 @@ class SQLiteConnections:
         busy_timeout_ms: int,
         *,
         synchronous: Synchronous = "full",
-        sync: SyncFunction = os.fdatasync,
+        sync_hooks: SyncHooks | None = None,
     ) -> None:
-        """``sync`` syncs a file descriptor to the disk (tests play failures with it)."""
+        """``sync_hooks``: what tests change about the syncs (see :class:`SyncHooks`)."""
         if synchronous not in ("full", "normal"):
             raise ValueError(f"synchronous must be full or normal, not {synchronous!r}")
         self.path = Path(path)
@@ -108,7 +109,7 @@ class SQLiteConnections:
         self._writes = 0
         self._checkpointing: asyncio.Task[None] | None = None
         self._checkpoints = 0
-        self.wal_sync = WALSync(self.path, sync) if synchronous == "full" else None
+        self.wal_sync = WALSync(self.path, sync_hooks) if synchronous == "full" else None
 
     # -- the file under the connections ------------------------------------------------
 

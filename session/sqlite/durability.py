@@ -23,7 +23,8 @@ documentation (wal.html and pragma.html#pragma_synchronous):
 - The file is synced by its inode: a checkpoint resets the WAL (overwrites it from the
   start) or truncates it, but SQLite deletes it only when the last connection closes,
   and this process keeps two open. The WAL is opened (and its folder synced, so that
-  its name survives a power loss too) at the first sync, and checked at every sync: a
+  its name survives a power loss too) at the first sync, and checked at every sync
+  (:class:`~.wal_syncer.WALFile`): a
   WAL file replaced by something else is a failed sync, as SQLite goes on writing to
   the file it opened and a sync of the new one would vouch for nothing.
 
@@ -34,11 +35,15 @@ last sync answered several writes (turns are arriving together), the next one fi
 the commits of the following ``GATHER_SECONDS`` join it. A turn that is still in progress
 is saved without waiting for a sync (``durable=False``): it is acknowledged only when it
 ends, and the sync of that save covers the earlier one. The
-syncs run on a thread of their own: the event loop never blocks on one, and the write
-lock is not held during a sync, so transactions go on committing meanwhile. Each
-write's transaction, and the save policy inside it, stays its own; only the sync is
-shared. Several processes on one file (``server.workers``) each sync after their own
-commits, which is enough: a sync flushes the file, whoever wrote it.
+syncs run in a process of their own (:mod:`.syncers`, :mod:`.wal_syncer`), asked through
+a socket the event loop watches, or on a thread where no process can be started: the
+event loop never blocks on one, and the write lock is not held during a sync, so
+transactions go on committing meanwhile. Each write's transaction, and the save policy
+inside it, stays its own; only the sync is shared. Several processes on one file
+(``server.workers``) each sync after their own commits, with a sync process of their
+own, which is enough: a sync flushes the file, whoever wrote it. The sync process ignores
+a terminal's Ctrl-C (and SIGTERM), so the turns a stopping gateway still finishes get
+their syncs; it ends when the store closes its socket, or when the gateway is gone.
 
 A failed sync is not retried: after an fsync error Linux may drop the dirty pages it
 could not write and report success on the next fsync (PostgreSQL's "fsyncgate"), so a
@@ -47,67 +52,23 @@ itself is seen: Linux reports a writeback error to every descriptor of the file 
 when it happened, and the one synced here is opened before the writes it covers.) The
 writes waiting on the failed sync fail with :class:`StoreUnavailable`, and so does
 every write after it until the gateway is restarted (the restart recovers from what
-the file really holds).
+the file really holds). A sync process that ends while serving counts as a failed sync:
+a new one could not be told of an error the old one would have seen.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+import logging
 from pathlib import Path
 
 from ..errors import StoreUnavailable
+from .syncers import NeverServed, ProcessSyncer, Syncer, SyncHooks, ThreadSyncer
 
-SyncFunction = Callable[[int], None]
+logger = logging.getLogger(__name__)
+
 GATHER_SECONDS = 0.0005
 """How long a sync waits for more commits to share it, when the last one had company."""
-
-
-class _WALFile:
-    """The ``-wal`` file of one database, opened (on the sync thread) to be synced."""
-
-    def __init__(self, database: Path, sync: SyncFunction) -> None:
-        self.path = Path(f"{database}-wal")
-        self._folder = database.parent
-        self._sync = sync
-        self._fd: int | None = None
-
-    def check(self) -> int | None:
-        """On the loop: the open WAL's descriptor, once checked to be the database's WAL
-        still (``None`` before the first sync opens it)."""
-        if self._fd is None:
-            return None
-        inode = os.stat(self.path).st_ino  # FileNotFoundError: the WAL was removed
-        if os.fstat(self._fd).st_ino != inode:
-            # SQLite goes on writing to the file it opened: syncing the new one would
-            # vouch for commits it does not hold.
-            raise OSError(f"{self.path} was replaced under the open database")
-        return self._fd
-
-    def sync(self, fd: int | None) -> None:
-        """On the sync thread: sync ``fd`` (``check``'s answer), opening the WAL first
-        when it is not open yet."""
-        self._sync(self._open() if fd is None else fd)
-
-    def _open(self) -> int:
-        inode = os.stat(self.path).st_ino
-        self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-        if os.fstat(self._fd).st_ino != inode:
-            raise OSError(f"{self.path} was replaced under the open database")
-        folder = os.open(self._folder, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            self._sync(folder)  # the WAL file's name, when it was just created
-        finally:
-            os.close(folder)
-        return self._fd
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 class WALSync:
@@ -115,20 +76,41 @@ class WALSync:
 
     Lives on the event loop: :meth:`after_commit` is called on the loop once a
     transaction committed, and returns when a sync that started after that commit
-    has completed. Each waiter has a future of its own, which the sync thread's one
-    callback on the loop resolves: a write resumes one loop iteration after its sync
+    has completed. Each waiter has a future of its own, which the syncer's one
+    answer on the loop resolves: a write resumes one loop iteration after its sync
     (a future shared through ``shield`` or ``run_in_executor`` costs two more).
     """
 
-    def __init__(self, database: Path, sync: SyncFunction = os.fdatasync) -> None:
-        self._file = _WALFile(database, sync)
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-sync")
+    def __init__(self, database: Path, hooks: SyncHooks | None = None) -> None:
+        self._database = database
+        self._hooks = hooks or SyncHooks()
+        self._syncer = self._start_syncer()
         self._running = False
         # The writes waiting for the next sync (touched on the loop only).
         self._waiters: list[asyncio.Future[None]] = []
         self._last_batch = 0
         self._failure: str | None = None
         self.syncs = 0
+
+    def _start_syncer(self) -> Syncer:
+        if not self._hooks.thread:
+            try:
+                return ProcessSyncer(self._database, self._hooks)
+            except OSError as error:
+                self._on_thread(error)
+        return ThreadSyncer(self._database, self._hooks)
+
+    def _on_thread(self, why: Exception) -> None:
+        logger.warning(
+            "The WAL of %s is synced on a thread: no sync process starts here (%s).",
+            self._database,
+            why,
+        )
+
+    @property
+    def process(self) -> int | None:
+        """The pid of the process that syncs, or ``None`` when a thread does."""
+        return self._syncer.pid if isinstance(self._syncer, ProcessSyncer) else None
 
     def check(self) -> None:
         """Raise :class:`StoreUnavailable` once a sync has failed."""
@@ -161,32 +143,15 @@ class WALSync:
             self._submit(loop)
 
     def _submit(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Hand a sync for every write committed so far to the sync thread. All but the
-        sync itself happens here, on the loop: each time the thread takes the
-        interpreter's lock from the loop costs both of them more than the work it does."""
-        batch = self._take()
+        """Ask for a sync for every write committed so far."""
+        self._ask(loop, self._take())
+
+    def _ask(self, loop: asyncio.AbstractEventLoop, batch: list[asyncio.Future[None]]) -> None:
         try:
-            fd = self._file.check()
-        except OSError as error:
-            self._finished(loop, batch, error)
-            return
-        try:
-            self._thread.submit(self._sync, loop, batch, fd)
-        except RuntimeError:  # the thread is shut down: the store is closed
+            self._syncer.request(loop, lambda error: self._finished(loop, batch, error))
+        except RuntimeError:  # the syncer is stopped: the store is closed
             self._running = False
             self._fail(batch, "The session database is closed.")
-
-    def _sync(
-        self, loop: asyncio.AbstractEventLoop, batch: list[asyncio.Future[None]], fd: int | None
-    ) -> None:
-        """On the sync thread: sync for ``batch``, and hand the outcome to the loop."""
-        error: Exception | None = None
-        try:
-            self._file.sync(fd)
-        except Exception as failed:  # every waiter must hear of it
-            error = failed
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-            loop.call_soon_threadsafe(self._finished, loop, batch, error)
 
     def _finished(
         self,
@@ -194,6 +159,13 @@ class WALSync:
         batch: list[asyncio.Future[None]],
         error: Exception | None,
     ) -> None:
+        if isinstance(error, NeverServed):
+            # Nothing was synced: the same writes go to a thread, for good.
+            self._on_thread(error)
+            self._syncer.close()
+            self._syncer = ThreadSyncer(self._database, self._hooks)
+            self._ask(loop, batch)
+            return
         self._running = False
         self.syncs += 1
         self._last_batch = len(batch)
@@ -222,5 +194,10 @@ class WALSync:
                 waiter.exception()  # retrieved: a cancelled caller leaves no warning
 
     def close(self) -> None:
-        self._thread.shutdown(wait=True)
-        self._file.close()
+        """Wait for the sync under way, then stop the syncer (and the thread that one's
+        failure to serve may have put in its place meanwhile)."""
+        while True:
+            syncer = self._syncer
+            syncer.close()
+            if syncer is self._syncer:
+                return

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,7 +28,7 @@ from ..sql.conversations import append
 from ..sql.store import Make, SQLStore
 from ..turn_cache import TurnCache, resolve_cached
 from .connections import SQLiteConnections, Synchronous
-from .durability import SyncFunction
+from .syncers import SyncHooks
 
 T = TypeVar("T")
 _PARENT_AND_STATUS = responses.parent_and_status(SQLITE)
@@ -89,10 +88,12 @@ class SQLiteStore(SQLStore):
         busy_timeout_ms: int = 5000,
         cache_turns: int = 20_000,
         synchronous: Synchronous = "full",
-        sync: SyncFunction = os.fdatasync,
+        sync_hooks: SyncHooks | None = None,
     ) -> None:
-        """``synchronous`` and ``sync``: see :mod:`session.sqlite.durability`."""
-        self._db = SQLiteConnections(path, busy_timeout_ms, synchronous=synchronous, sync=sync)
+        """``synchronous`` and ``sync_hooks``: see :mod:`session.sqlite.durability`."""
+        self._db = SQLiteConnections(
+            path, busy_timeout_ms, synchronous=synchronous, sync_hooks=sync_hooks
+        )
         self.schema_version = self._db.schema_version
         self._max_depth = max_depth
         self._cache = TurnCache(cache_turns)
@@ -105,6 +106,12 @@ class SQLiteStore(SQLStore):
     def connection(self) -> sqlite3.Connection:
         """The connection that writes (tests play faults on it)."""
         return self._db.writer
+
+    @property
+    def sync_process(self) -> int | None:
+        """The pid of the process that syncs the WAL (``None``: ``normal``, or a thread
+        syncs it)."""
+        return None if self._db.wal_sync is None else self._db.wal_sync.process
 
     @property
     def read_connection(self) -> sqlite3.Connection:
