@@ -165,6 +165,7 @@ def create_app(
                     config, opened, clients, shared, spending, config.server.shutdown_grace_seconds
                 )
             )
+            service.files = app.state.files
             app.state.authenticator = Authenticator(
                 config.auth, measured_store, shared, spending=spending
             )

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from session import SessionStore
-from session.files import FileStore, Hit
+from session.files import FileObjectNotFound, FileStore, Hit
 from session.shared import SharedLimits
 
 from ..config import GatewayConfig
@@ -56,6 +56,17 @@ class FileServices:
         self, project: str, texts: list[str], key_id: str | None
     ) -> list[list[float]]:
         return await self.embeddings.embed_texts(project, texts, key_id=key_id)
+
+    async def check_stores(self, project: str, store_ids: list[str], param: str) -> None:
+        """A 400 naming the first of ``store_ids`` the project does not have."""
+        files, _ = self.searchable()
+        for store_id in store_ids:
+            try:
+                await files.get_vector_store(project, store_id)
+            except FileObjectNotFound:
+                raise invalid_request(
+                    f"Vector store '{store_id}' not found.", param=param, code="not_found"
+                ) from None
 
     async def search(
         self,
