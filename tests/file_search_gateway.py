@@ -24,8 +24,12 @@ def file_search_gateway(
     fake_upstream: tuple[FakeUpstream, str],
     embeddings: tuple[FakeEmbeddings, str],
     path: Path,
+    providers: dict[str, Any] | None = None,
+    models: dict[str, Any] | None = None,
     **overrides: Any,
 ) -> Iterator[Gateway]:
+    """A gateway whose ``embed-small`` model is the fake embeddings server, with more
+    ``providers`` and ``models`` beside the usual fakes'."""
     fake, url = fake_upstream
     embedder, embed_url = embeddings
     embedder.reset()
@@ -36,6 +40,8 @@ def file_search_gateway(
         "base_url": f"{embed_url}/v1",
         "api_key": KEY,
     }
+    raw["providers"].update(providers or {})
+    raw["models"] = {**raw.get("models", {}), **(models or {})}
     raw["models"] = {
         **raw.get("models", {}),
         "embed-small": {"provider": "fake-embed", "upstream_model": "hash-256"},
