@@ -255,3 +255,34 @@ def test_a_file_deleted_while_processed_leaves_nothing(
     assert counts["total"] == 0
     with closing(sqlite3.connect(gateway.config.session.sqlite.path)) as conn:
         assert conn.execute("SELECT count(*) FROM chunks").fetchone() == (0,)
+
+
+def test_two_instances_on_postgres_share_files_and_vector_stores(
+    fake_upstream: tuple[FakeUpstream, str],
+    embeddings: tuple[FakeEmbeddings, str],
+    tmp_path: Path,
+    postgres_dsn: str,
+) -> None:
+    session = {"backend": "postgres", "postgres": {"dsn": postgres_dsn}}
+    with (
+        file_search_gateway(fake_upstream, embeddings, tmp_path, session=session) as one,
+        file_search_gateway(fake_upstream, embeddings, tmp_path, session=session) as two,
+    ):
+        first, second = one.client(), two.client()
+        made = first.files.create(
+            file=("a.md", b"Otters hold hands while asleep."), purpose="assistants"
+        )
+        store = first.vector_stores.create(name="shared", file_ids=[made.id])
+        assert processed(second, store.id)["completed"] == 1
+        found = second.vector_stores.search(store.id, query="sleeping otters")
+        assert found.data[0].file_id == made.id
+        weights = {"hybrid_search": {"embedding_weight": 1, "text_weight": 1}}
+        hybrid = second.vector_stores.search(
+            store.id,
+            query="otters",
+            ranking_options=weights,  # type: ignore[arg-type]  # the SDK's type lacks it
+        )
+        assert hybrid.data[0].file_id == made.id
+        assert second.files.content(made.id).read() == b"Otters hold hands while asleep."
+        second.files.delete(made.id)
+        assert first.vector_stores.retrieve(store.id).file_counts.total == 0
