@@ -99,13 +99,8 @@ async def file_services(
     if config.file_search.configured and files is not None:
         services = FileServices(config, embeddings, files, None)
         ingestion = Ingestion(files, services.embed_texts, config.file_search.max_chunks_per_file)
-        logger.info(
-            "file search: embeddings by %s; vector search is exact, in the gateway's process "
-            "(no sqlite-vec or pgvector index is used), with the store's full-text search",
-            config.file_search.embeddings_model,
-        )
     else:
-        logger.info(
+        logger.debug(
             "file search is off: set file_search.embeddings_model to a model that serves "
             "embeddings to enable vector stores and the file_search tool"
         )

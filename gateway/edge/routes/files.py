@@ -26,7 +26,6 @@ PURPOSES = (
     "fine-tune",
     "vision",
     "user_data",
-    "evals",
 )
 READ_BYTES = 1024 * 1024
 FORM_OVERHEAD = 64 * 1024  # the form's boundaries and other fields
