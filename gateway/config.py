@@ -43,6 +43,7 @@ from .config_sections import (
     url_problem,
 )
 from .observability_settings import ObservabilitySettings
+from .file_search_settings import FileSearchSettings
 from .routing_settings import RoutingSettings
 from .web_search_settings import WebSearchSettings
 
@@ -111,6 +112,7 @@ class GatewayConfig(BaseModel):
     mcp: McpSettings = Field(default_factory=McpSettings)
     web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    file_search: FileSearchSettings = Field(default_factory=FileSearchSettings)
     _routes: dict[str, list[Route]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
@@ -132,6 +134,9 @@ class GatewayConfig(BaseModel):
             for other in others
             if other not in self.models
         ]
+        embeddings = self.file_search.embeddings_model
+        if embeddings is not None and embeddings not in self.models and not self.default_provider:
+            problems.append(f"file_search.embeddings_model: unknown model {embeddings!r}")
         if self.default_provider is not None and self.default_provider not in self.providers:
             problems.append(f"default_provider: unknown provider {self.default_provider!r}")
         if (exposed := self.exposure_problem()) is not None:

@@ -12,6 +12,7 @@ from .browse import TurnQuery, UsageSample, newest_first, sample_of, unstored_sa
 from .chain import DEFAULT_MAX_DEPTH
 from .conversations import Conversation, StoredConversation
 from .errors import ConversationNotFound, ItemNotFound, ResponseNotFound
+from .files.memory import MemoryFiles
 from .memory_keys import MemoryKeys
 from .memory_records import ConversationState, Serialised, serialised_chain_turn
 from .models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
@@ -23,7 +24,7 @@ from .turn_cache import TurnCache, resolve_cached
 from .usage import Pruned, UnstoredTurn, UsageRecord, UsageRow, usage_of
 
 
-class MemoryStore(InProcessLimits, MemoryKeys):
+class MemoryStore(InProcessLimits, MemoryKeys, MemoryFiles):
     """Keeps records serialised, so callers mutating what they saved or read change nothing.
 
     Chains are resolved as the other backends do: through a cache of decoded turns (its
@@ -35,6 +36,7 @@ class MemoryStore(InProcessLimits, MemoryKeys):
     def __init__(self, *, max_depth: int = DEFAULT_MAX_DEPTH, cache_turns: int = 20_000) -> None:
         InProcessLimits.__init__(self)
         MemoryKeys.__init__(self)
+        MemoryFiles.__init__(self)
         self._max_depth = max_depth
         self._cache = TurnCache(cache_turns)
         self._deletions = 0  # the deletion generation

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from bench import compare, edges, storage, stream_length, sync_cost, tracing
+from bench import compare, edges, search, storage, stream_length, sync_cost, tracing
 from bench.syncs import strace_unusable
 
 from .adapter_targets import POSTGRES_DSN_VARIABLE
@@ -23,6 +23,15 @@ async def test_the_storage_benchmark_runs(capsys: pytest.CaptureFixture[str]) ->
     backends = ["memory", "sqlite", *(["postgres"] if dsn else [])]
     for backend in backends:
         assert sum(line.startswith(backend) for line in table.splitlines()) == 2
+
+
+@pytest.mark.anyio
+async def test_the_search_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    dsn = os.environ.get(POSTGRES_DSN_VARIABLE)
+    await search.main([600], 3, dsn)
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["memory", "sqlite", *(["postgres"] if dsn else [])]
+    assert all(row.split()[-1] == "1.00" for row in rows)  # the search is exact
 
 
 # Its loads run for a fixed 1 s each; starting the servers and seeding a 10,000-turn chain

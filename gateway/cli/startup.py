@@ -264,6 +264,11 @@ def summary(config: GatewayConfig, config_file: Path) -> list[str]:
         lines.append(
             f"any other model -> {default} ({wire}), under its own name (default_provider)"
         )
+    if (embeddings := config.file_search.embeddings_model) is not None:
+        lines.append(
+            f"file search: embeddings by {embeddings}; vector search is exact, in the gateway's "
+            "process (no sqlite-vec or pgvector index), fused with the store's full text"
+        )
     lines.append(f"auth: {_auth(config)}")
     workers = config.server.workers
     lines.append(f"workers: {workers} process{'es' if workers > 1 else ''}")

@@ -26,6 +26,7 @@ from ..observability.metrics import Metrics
 from ..observability.pool_metrics import PoolCollector
 from ..sealing import Sealer
 from ..tracing import NO_TRACER, start_tracing
+from ..turn.file_services import file_services
 from ..turn.service import ResponsesService
 from ..turn.spending import Spending
 from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
@@ -49,9 +50,13 @@ from .routes import (
     chat_completions,
     console,
     conversations,
+    embeddings,
+    files,
     messages,
     meta,
     responses,
+    vector_store_files,
+    vector_stores,
     websocket,
 )
 from .socket_limits import OpenSockets
@@ -165,6 +170,12 @@ def create_app(
                 sealer, shared, config.auth.console_session_seconds
             )
             app.state.service = service
+            app.state.files = await stack.enter_async_context(
+                file_services(
+                    config, opened, clients, shared, spending, config.server.shutdown_grace_seconds
+                )
+            )
+            service.files = app.state.files
             app.state.authenticator = Authenticator(
                 config.auth, measured_store, shared, spending=spending
             )
@@ -213,6 +224,10 @@ def create_app(
         WebSocketRoute("/v1/responses", websocket.responses_socket),
         *chat_completions.routes,
         *conversations.routes,
+        *embeddings.routes,
+        *files.routes,
+        *vector_stores.routes,
+        *vector_store_files.routes,
         *agent_store.routes,
         *meta.routes,
         *console.routes,

@@ -15,6 +15,7 @@ from session import (
     SessionError,
     StoreUnavailable,
 )
+from session.files import FileObjectNotFound
 
 from ..errors import APIError, invalid_request, not_found, server_error
 from ..upstream.errors import (
@@ -40,6 +41,8 @@ def from_session_error(error: SessionError) -> APIError:
     """The HTTP form of a store error met outside chain resolution."""
     if isinstance(error, ResponseNotFound | ConversationNotFound | ItemNotFound):
         return not_found(error.message, code=error.code)
+    if isinstance(error, FileObjectNotFound):
+        return not_found(error.message, param=error.param, code=error.code)
     if isinstance(error, ItemConflict):
         return APIError(409, error.message, param="items", code=error.code)
     if isinstance(error, InvalidCursor):

@@ -53,6 +53,7 @@ from ..upstream import (
 from ..upstream.addresses import Resolver
 from ..upstream.base import Replay, UpstreamStream
 from ..upstream.errors import CONTEXT_LENGTH_EXCEEDED, is_context_overflow
+from ..upstream.file_search import Searcher
 from ..upstream.hosted.wrap import with_hosted
 from ..upstream.mcp import has_mcp, scrubbed
 from ..upstream.tool_support import check_tools
@@ -115,6 +116,7 @@ class ResponsesService:
         self.instance_id = new_id("gw")
         self.token_counter = TokenCounter()
         self.upstreams = Upstreams(config, clients, metrics, sealer, shared, tracer)
+        self.files: Searcher | None = None  # the vector stores ``file_search`` searches
 
     async def record_usage(self, project: str, model: str, usage: Item | None) -> None:
         """Keep the tokens of a call that no stored turn holds (a summary for a compaction)
@@ -259,6 +261,8 @@ class ResponsesService:
                 types,
                 self.resolver,
                 self.tracer,
+                self.files,
+                project,
             )
             if upstream.capabilities.compact is None:  # else it compacts by itself
                 upstream = await self._compacting(upstream, body, project, request, history_count)

@@ -83,6 +83,10 @@ class Spending:
         spent = await self._shared.spent(spend_name(key_id, now))
         return month_of(now), spent, await self._shared.spent(tokens_name(key_id, now))
 
+    async def add_cost(self, key_id: str, at: float, cost: float) -> None:
+        """Add the cost of a call no turn holds (embeddings) to ``key_id``'s month."""
+        await self._shared.add_spend(spend_name(key_id, at), cost)
+
     async def record(self, record: StoredResponse) -> None:
         """Add a finished turn's cost (and tokens, for a key with a token budget) to its
         key's month."""

@@ -2,7 +2,8 @@
 
 A tool is passed to the upstream natively (a Responses provider runs it: every type by
 default, ``native_tools`` to name them), run by the gateway (``mcp``, and ``web_search``
-when ``web_search.backends`` are configured: each kind the gateway runs is one entry of
+when ``web_search.backends`` are configured, ``file_search`` when
+``file_search.embeddings_model`` is: each kind the gateway runs is one entry of
 :data:`GATEWAY_RUN`), or translated into a function the
 client executes (``function``, ``custom``, ``namespace`` and the built-in client tools of
 :mod:`.builtin_tools`). A tool none of these serves is a 400 naming it, before anything is
@@ -40,11 +41,19 @@ def _searches_here(kind: str) -> Callable[[ProviderSettings, GatewayConfig], boo
     return searches
 
 
+def _searches_files(provider: ProviderSettings, config: GatewayConfig) -> bool:
+    """A Responses upstream runs ``file_search`` itself only when ``native_tools`` names it
+    (its vector store ids are its own, not the gateway's)."""
+    native = provider.native_tools is not None and "file_search" in provider.native_tools
+    return config.file_search.configured and not (provider.wire_api == "responses" and native)
+
+
 # The kinds the gateway runs itself, and for which providers (given the configuration).
 GATEWAY_RUN: Mapping[str, Callable[[ProviderSettings, GatewayConfig], bool]] = MappingProxyType(
     {
         "mcp": lambda provider, config: provider.mcp_runner() == "gateway",
         **{kind: _searches_here(kind) for kind in WEB_SEARCH_TYPES},
+        "file_search": _searches_files,
     }
 )
 

@@ -246,6 +246,61 @@ MIGRATIONS: list[str] = [
     """,
     # The steps a turn took, with their times, for the console's timeline.
     "ALTER TABLE responses ADD COLUMN timeline JSONB;",
+    # Files, vector stores, their chunks with vectors and full-text search.
+    """
+    CREATE TABLE files (
+        project TEXT NOT NULL,
+        id TEXT NOT NULL PRIMARY KEY,
+        filename TEXT NOT NULL,
+        purpose TEXT NOT NULL,
+        bytes BIGINT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        expires_at DOUBLE PRECISION
+    );
+    CREATE INDEX files_project ON files (project, created_at);
+    CREATE TABLE file_contents (id TEXT NOT NULL PRIMARY KEY, content BYTEA NOT NULL);
+    CREATE TABLE vector_stores (
+        project TEXT NOT NULL,
+        id TEXT NOT NULL PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        last_active_at DOUBLE PRECISION NOT NULL,
+        metadata TEXT NOT NULL,
+        expires_after TEXT
+    );
+    CREATE INDEX vector_stores_project ON vector_stores (project, created_at);
+    CREATE TABLE vector_store_files (
+        store_id TEXT NOT NULL,
+        file_id TEXT NOT NULL,
+        project TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL,
+        status TEXT NOT NULL,
+        last_error TEXT,
+        attributes TEXT NOT NULL,
+        chunking TEXT NOT NULL,
+        usage_bytes BIGINT NOT NULL,
+        batch_id TEXT,
+        PRIMARY KEY (store_id, file_id)
+    );
+    CREATE INDEX vector_store_files_file ON vector_store_files (file_id);
+    CREATE TABLE file_batches (
+        id TEXT NOT NULL PRIMARY KEY,
+        store_id TEXT NOT NULL,
+        project TEXT NOT NULL,
+        created_at DOUBLE PRECISION NOT NULL
+    );
+    CREATE TABLE chunks (
+        id BIGSERIAL PRIMARY KEY,
+        store_id TEXT NOT NULL,
+        file_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        vector BYTEA NOT NULL,
+        words TSVECTOR GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
+    );
+    CREATE INDEX chunks_file ON chunks (store_id, file_id);
+    CREATE INDEX chunks_words ON chunks USING GIN (words);
+    """,
 ]
 
 

@@ -16,6 +16,7 @@ from typing import ClassVar, TypeVar
 from ..browse import TurnQuery, UsageSample
 from ..conversations import Conversation, StoredConversation
 from ..errors import ResponseNotFound
+from ..files.sql import SQLFiles
 from ..keys import ApiKey
 from ..models import Item, ItemPage, StoredResponse
 from ..paging import Order
@@ -37,7 +38,7 @@ def _deleted(project: str, response_id: str) -> Returning[int]:
     return count
 
 
-class SQLStore(SQLSharedLimits, ABC):
+class SQLStore(SQLSharedLimits, SQLFiles, ABC):
     """The calls both SQL backends make alike, on the backend's transactions."""
 
     dialect: ClassVar[Dialect]

@@ -216,13 +216,66 @@ MIGRATIONS: list[tuple[str, ...]] = [
         )""",
         "CREATE INDEX unstored_turns_created ON unstored_turns (created_at)",
     ),
-    (  # routing affinity: where a prompt_cache_key's or a conversation's turns go
+    (  # 19: routing affinity: where a prompt_cache_key's or a conversation's turns go
         "CREATE TABLE gateway_affinity"
         " (name TEXT PRIMARY KEY, target TEXT NOT NULL, expires_at REAL NOT NULL)",
         "CREATE INDEX gateway_affinity_expires ON gateway_affinity (expires_at)",
     ),
     (  # 20: the steps a turn took, with their times, for the console's timeline
         "ALTER TABLE responses ADD COLUMN timeline TEXT",
+    ),
+    (  # 21: files, vector stores, their chunks with vectors and full-text search
+        """CREATE TABLE files (
+            project TEXT NOT NULL,
+            id TEXT NOT NULL PRIMARY KEY,
+            filename TEXT NOT NULL,
+            purpose TEXT NOT NULL,
+            bytes INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            expires_at REAL
+        )""",
+        "CREATE INDEX files_project ON files (project, created_at)",
+        "CREATE TABLE file_contents (id TEXT NOT NULL PRIMARY KEY, content BLOB NOT NULL)",
+        """CREATE TABLE vector_stores (
+            project TEXT NOT NULL,
+            id TEXT NOT NULL PRIMARY KEY,
+            name TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            last_active_at REAL NOT NULL,
+            metadata TEXT NOT NULL,
+            expires_after TEXT
+        )""",
+        "CREATE INDEX vector_stores_project ON vector_stores (project, created_at)",
+        """CREATE TABLE vector_store_files (
+            store_id TEXT NOT NULL,
+            file_id TEXT NOT NULL,
+            project TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            status TEXT NOT NULL,
+            last_error TEXT,
+            attributes TEXT NOT NULL,
+            chunking TEXT NOT NULL,
+            usage_bytes INTEGER NOT NULL,
+            batch_id TEXT,
+            PRIMARY KEY (store_id, file_id)
+        )""",
+        "CREATE INDEX vector_store_files_file ON vector_store_files (file_id)",
+        """CREATE TABLE file_batches (
+            id TEXT NOT NULL PRIMARY KEY,
+            store_id TEXT NOT NULL,
+            project TEXT NOT NULL,
+            created_at REAL NOT NULL
+        )""",
+        """CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            store_id TEXT NOT NULL,
+            file_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            vector BLOB NOT NULL
+        )""",
+        "CREATE INDEX chunks_file ON chunks (store_id, file_id)",
+        "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, store_id UNINDEXED)",
     ),
 ]
 

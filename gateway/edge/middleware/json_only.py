@@ -14,11 +14,17 @@ from ..errors import error_response
 from ..messages_errors import anthropic_error_response, speaks_messages
 
 _WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
+_UPLOADS = frozenset({"/v1/files"})  # a file arrives as a form (origins are checked still)
 
 
 def _is_json(media_type: str) -> bool:
     media_type = media_type.split(";", 1)[0].strip().lower()
     return media_type == "application/json" or media_type.endswith("+json")
+
+
+def _is_upload(path: str, media_type: str) -> bool:
+    media_type = media_type.split(";", 1)[0].strip().lower()
+    return path in _UPLOADS and media_type == "multipart/form-data"
 
 
 class JSONOnlyMiddleware:
@@ -32,7 +38,7 @@ class JSONOnlyMiddleware:
         headers = dict(scope["headers"])
         has_body = headers.get(b"content-length", b"0") != b"0" or b"transfer-encoding" in headers
         content_type = headers.get(b"content-type", b"").decode("latin-1")
-        if not has_body or _is_json(content_type):
+        if not has_body or _is_json(content_type) or _is_upload(scope["path"], content_type):
             await self.app(scope, receive, send)
             return
         error = APIError(

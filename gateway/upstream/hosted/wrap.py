@@ -7,6 +7,7 @@ from ...config_sections import ProviderSettings
 from ...tracing import NO_TRACER, Tracer
 from ..addresses import Resolver
 from ..base import Upstream
+from ..file_search import FileSearch, Searcher, has_file_search
 from ..mcp import Mcp, has_mcp, holds_mcp
 from ..results import Item
 from ..tool_support import serving
@@ -22,6 +23,8 @@ def kinds(
     own_count: int,
     history_types: frozenset[str | None] | None,
     resolver: Resolver,
+    files: Searcher | None = None,
+    project: str = "default",
 ) -> list[Kind]:
     """The kinds of the request's tools (or of its input's items) the gateway runs for
     ``provider``, MCP first (its read-back counts the client's ``own_count`` items from the
@@ -36,6 +39,14 @@ def kinds(
             and holds_web_search(request["input"])
         ):
             found.append(WebSearch(config.web_search, request))
+    if files is not None and config.file_search.configured:
+        searching = [t for t in tools if has_file_search([t])]
+        if any(serving(provider, t, config) == "gateway" for t in searching) or (
+            not searching
+            and not provider.runs_natively("file_search")
+            and any(item.get("type") == "file_search_call" for item in request["input"])
+        ):
+            found.append(FileSearch(config.file_search, files, project, request))
     if provider.mcp_runner() == "gateway" and (
         has_mcp(tools) or holds_mcp(request["input"], own_count, history_types)
     ):
@@ -52,10 +63,12 @@ async def with_hosted(
     history_types: frozenset[str | None] | None,
     resolver: Resolver,
     tracer: Tracer = NO_TRACER,
+    files: Searcher | None = None,
+    project: str = "default",
 ) -> Upstream:
     """``upstream``, or the loop around it running the kinds the turn needs; their 400s
     (:meth:`Kind.check`) before anything is stored; each call run is traced by ``tracer``."""
-    needed = kinds(config, provider, request, own_count, history_types, resolver)
+    needed = kinds(config, provider, request, own_count, history_types, resolver, files, project)
     if not needed:
         return upstream
     for kind in needed:

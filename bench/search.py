@@ -1,0 +1,141 @@
+"""Vector store benchmark: ingest and search of chunks, by backend.
+
+    python -m bench.search [--chunks 10000] [--queries 50] [--dsn postgresql://...]
+
+Chunks are random unit vectors (256 dimensions, a fixed seed) with texts of random words,
+kept in files of 500 chunks each. Ingest is chunks per second through ``finish_file`` (the
+write a processed file makes); a search is one ``search_chunks`` call, vector alone and
+hybrid (full text fused in). Recall@10 compares the store's top ten with an exact numpy
+ranking of the same vectors: the stores search exactly, so it must be 1.00.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+from session import MemoryStore, SessionStore, SQLiteStore
+from session.files import (
+    Chunk,
+    FileStore,
+    SearchQuery,
+    StoredFile,
+    VectorStore,
+    VectorStoreFile,
+)
+
+DIMENSIONS = 256
+PER_FILE = 500
+WORDS = [f"w{n}" for n in range(2000)]
+STATIC = {"type": "static", "static": {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}}
+
+
+@asynccontextmanager
+async def opened(backend: str, dsn: str | None) -> AsyncIterator[SessionStore]:
+    if backend == "memory":
+        yield MemoryStore()
+        return
+    if backend == "sqlite":
+        with tempfile.TemporaryDirectory() as folder:
+            store = SQLiteStore(Path(folder) / "bench.db")
+            try:
+                yield store
+            finally:
+                await store.close()
+        return
+    from session.postgres import PostgresStore
+
+    from .storage import throwaway_schema
+
+    assert dsn is not None
+    with throwaway_schema(dsn) as fresh:  # the database's own tables are never touched
+        pg_store = PostgresStore(fresh)
+        try:
+            yield pg_store
+        finally:
+            await pg_store.close()
+
+
+def data(count: int) -> tuple[np.ndarray[Any, Any], list[str]]:
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((count, DIMENSIONS)).astype("<f4")
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    texts = [" ".join(rng.choice(WORDS, 40)) for _ in range(count)]
+    return vectors, texts
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+async def run(backend: str, count: int, queries: int, dsn: str | None) -> str:
+    vectors, texts = data(count)
+    async with opened(backend, dsn) as store:
+        assert isinstance(store, FileStore)
+        project, store_id, now = "bench", f"vs_bench_{time.time_ns()}", time.time()
+        await store.create_vector_store(VectorStore(store_id, project, "bench", now, now))
+        started = time.perf_counter()
+        for first in range(0, count, PER_FILE):
+            file_id = f"file-{store_id}-{first}"
+            await store.create_file(
+                StoredFile(file_id, project, f"{first}.txt", "assistants", 1, now), b"x"
+            )
+            attached = VectorStoreFile(store_id, file_id, project, now, "in_progress", STATIC)
+            await store.attach_file(attached)
+            chunks = [
+                Chunk(n - first, texts[n], vectors[n].tobytes())
+                for n in range(first, min(first + PER_FILE, count))
+            ]
+            await store.finish_file(attached, chunks, 0)
+        ingest = count / (time.perf_counter() - started)
+        rng = np.random.default_rng(11)
+        vector_times, hybrid_times, recalls = [], [], []
+        for _ in range(queries):
+            target = int(rng.integers(count))
+            wanted = vectors[target] + 0.5 * rng.standard_normal(DIMENSIONS).astype("<f4")
+            wanted = (wanted / np.linalg.norm(wanted)).astype("<f4")
+            query = SearchQuery(texts[target][:30], wanted.tobytes(), limit=10)
+            began = time.perf_counter()
+            hits = await store.search_chunks(project, [store_id], query)
+            vector_times.append(time.perf_counter() - began)
+            exact = set(np.argsort(-(vectors @ wanted))[:10].tolist())
+            found = {int(h.file_id.rsplit("-", 1)[1]) + h.position for h in hits}
+            recalls.append(len(found & exact) / 10)
+            hybrid = SearchQuery(query.text, query.vector, limit=10, text_weight=1.0)
+            began = time.perf_counter()
+            await store.search_chunks(project, [store_id], hybrid)
+            hybrid_times.append(time.perf_counter() - began)
+        await store.delete_vector_store(project, store_id)
+    ms = 1000.0
+    return (
+        f"{backend:<9} {count:>7,} {ingest:>10,.0f}"
+        f" {percentile(vector_times, 0.5) * ms:>8.1f} {percentile(vector_times, 0.99) * ms:>8.1f}"
+        f" {percentile(hybrid_times, 0.5) * ms:>8.1f} {percentile(hybrid_times, 0.99) * ms:>8.1f}"
+        f" {statistics.mean(recalls):>6.2f}"
+    )
+
+
+async def main(sizes: list[int], queries: int, dsn: str | None) -> None:
+    print("backend    chunks   ingest/s  vec p50  vec p99  hyb p50  hyb p99  recall@10 (ms)")
+    for backend in ["memory", "sqlite", *(["postgres"] if dsn else [])]:
+        for count in sizes:
+            print(await run(backend, count, queries, dsn), flush=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", default="10000", help="comma-separated sizes")
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--dsn", default=None, help="PostgreSQL DSN (else it is skipped)")
+    args = parser.parse_args()
+    anyio.run(main, [int(n) for n in args.chunks.split(",")], args.queries, args.dsn)
