@@ -42,8 +42,8 @@ from .config_sections import (
     host_problem,
     url_problem,
 )
-from .observability_settings import ObservabilitySettings
 from .file_search_settings import FileSearchSettings
+from .observability_settings import ObservabilitySettings
 from .routing_settings import RoutingSettings
 from .web_search_settings import WebSearchSettings
 
