@@ -14,8 +14,8 @@ from typing import TypeVar
 from ..upstream import Event, TurnResult, Upstream, UpstreamError
 from ..upstream.base import NONE, Capabilities, UpstreamStream
 from ..upstream.errors import UpstreamRejected
-from ..upstream.prices import Price
 from ..upstream.results import Item
+from ..upstream.routing.prices import Price
 from .metrics import Metrics
 from .request_log import note_turn, note_upstream
 

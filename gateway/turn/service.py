@@ -49,12 +49,12 @@ from ..upstream import (
     Upstream,
     UpstreamError,
 )
-from ..upstream.addresses import Resolver
 from ..upstream.base import Replay, UpstreamStream
 from ..upstream.errors import CONTEXT_LENGTH_EXCEEDED, is_context_overflow
+from ..upstream.hosted.mcp import has_mcp, scrubbed
+from ..upstream.hosted.support import check_tools
 from ..upstream.hosted.wrap import with_hosted
-from ..upstream.mcp import has_mcp, scrubbed
-from ..upstream.tool_support import check_tools
+from ..upstream.transport.addresses import Resolver
 from .background import BackgroundTurns
 from .concurrency import KeyedLocks
 from .context_requests import Context, compact, count_input_tokens

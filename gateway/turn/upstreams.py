@@ -1,6 +1,6 @@
 """Which upstream answers a model's turns: its route, its adapter for one deployment and
 key, metered, and, for a model with several deployments, keys, retries or fallbacks, the
-routed upstream that tries them in turn (:mod:`gateway.upstream.routing`)."""
+routed upstream that tries them in turn (:mod:`gateway.upstream.routing.routed`)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ from ..observability.metrics import Metrics
 from ..routing_settings import RetrySettings
 from ..sealing import Sealer
 from ..upstream import ProviderClient, ReasoningState, Upstream, build_upstream
-from ..upstream.cooldowns import Cooldowns
-from ..upstream.prices import Price, price_of
-from ..upstream.routing import Candidate, RoutedUpstream, plan
+from ..upstream.routing.cooldowns import Cooldowns
+from ..upstream.routing.prices import Price, price_of
+from ..upstream.routing.routed import Candidate, RoutedUpstream, plan
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class Upstreams:
 
     def routed(self, model: str, project: str) -> Upstream:
         """What answers ``model``'s turns: its deployments and keys, tried in turn, then
-        its fallbacks (see :mod:`gateway.upstream.routing`); a model with one of each
+        its fallbacks (see :mod:`gateway.upstream.routing.routed`); a model with one of each
         and no retries is just its adapter."""
         plans = plan(self.config, model, self.cooldowns, self._rng)
         listed = self.config.models.get(model)

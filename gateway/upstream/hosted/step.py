@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..builtin_tools import CALL_TYPES
-from ..output_builder import snapshot
 from ..results import Event, Item, TurnResult
+from ..translation.builtin_tools import CALL_TYPES
+from ..translation.output_builder import snapshot
 from .kind import Call, Kind
 
 _CLIENT_CALLS = frozenset({"function_call", "custom_tool_call", *CALL_TYPES})
