@@ -20,9 +20,9 @@ from collections.abc import Callable
 
 import orjson
 
-from gateway.upstream.chat_response import ChatTranslator
-from gateway.upstream.output_builder import ToolName
 from gateway.upstream.results import Item
+from gateway.upstream.translation.output_builder import ToolName
+from gateway.upstream.wires.chat.response import ChatTranslator
 
 PIECE = "abc "
 TOOL = "lookup"

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from gateway import create_app
-from gateway.upstream.addresses import Resolver
+from gateway.upstream.transport.addresses import Resolver
 
 from .conftest import Gateway, gateway_config
 from .fake_upstream import FakeUpstream, Reply

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.upstream.addresses import AddressRefused, StaticResolver, is_public, public_addresses
+from gateway.upstream.transport.addresses import (
+    AddressRefused,
+    StaticResolver,
+    is_public,
+    public_addresses,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.unit]
 

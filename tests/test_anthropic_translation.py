@@ -12,10 +12,10 @@ from anthropic.types import Message
 
 from gateway.config import Route, parse_config
 from gateway.sealing import Sealer
-from gateway.upstream.anthropic.request import to_messages_request, tool_id
-from gateway.upstream.anthropic.response import MessagesTranslator
 from gateway.upstream.errors import UnsupportedInput
 from gateway.upstream.reasoning_state import ReasoningState
+from gateway.upstream.wires.anthropic.request import to_messages_request, tool_id
+from gateway.upstream.wires.anthropic.response import MessagesTranslator
 
 from .fake_anthropic import FakeAnthropic, check_request, check_stream_event
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from openai.types.responses import ResponseReasoningItem, ResponseStreamEvent
 
-from gateway.upstream.chat_response import ChatTranslator
+from gateway.upstream.wires.chat.response import ChatTranslator
 
 from .conftest import Gateway
 from .fake_upstream import Reply, words

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from gateway.config import ProviderSettings
-from gateway.upstream.mcp.history import Names
+from gateway.upstream.hosted.mcp.history import Names
 
 from .conftest import Gateway
 from .fake_upstream import FakeUpstream, Reply

@@ -22,8 +22,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from gateway.upstream.addresses import StaticResolver
-from gateway.upstream.pinned import PinnedTransport
+from gateway.upstream.transport.addresses import StaticResolver
+from gateway.upstream.transport.pinned import PinnedTransport
 
 from .conftest import Gateway
 from .fake_upstream import FakeUpstream, Reply

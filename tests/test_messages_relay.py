@@ -10,7 +10,7 @@ import pytest
 from gateway.api.messages import MessagesStream, RelayedStream, ThinkingSeals
 from gateway.api.messages.stream import stream_error_type
 from gateway.sealing import Sealer
-from gateway.upstream.anthropic.passthrough import RAW_EVENT, upstream_body
+from gateway.upstream.wires.anthropic.passthrough import RAW_EVENT, upstream_body
 
 pytestmark = [pytest.mark.unit]
 

@@ -39,8 +39,8 @@ from gateway.edge.middleware.observe import ObserveMiddleware
 from gateway.edge.server import DenyingWebSocketProtocol, GatewayServer, QuerylessPaths
 from gateway.observability import request_log
 from gateway.observability.metrics import MULTIPROCESS_ENV, Metrics, share_between_processes
-from gateway.upstream.http import ProviderClient
-from gateway.upstream.payloads import JSONPieces
+from gateway.upstream.transport.http import ProviderClient
+from gateway.upstream.transport.payloads import JSONPieces
 from session import RequestSnapshot, SQLiteStore, StoredResponse, trusted
 
 pytestmark = [pytest.mark.unit]

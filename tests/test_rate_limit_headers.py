@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.upstream.rate_limits import duration_seconds, retry_after
+from gateway.upstream.transport.rate_limits import duration_seconds, retry_after
 
 pytestmark = [pytest.mark.unit]
 

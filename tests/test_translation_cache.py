@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 import pytest
 
-from gateway.upstream.responses import upstream_body, upstream_payload
-from gateway.upstream.translation_cache import EncodedInputs, object_with_array
+from gateway.upstream.translation.cache import EncodedInputs, object_with_array
+from gateway.upstream.wires.responses.adapter import upstream_body, upstream_payload
 
 from .conftest import Gateway
 

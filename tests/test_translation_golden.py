@@ -16,9 +16,9 @@ from typing import Any
 import orjson
 import pytest
 
-from gateway.upstream.chat_request import TranslatedInputs, to_chat_request
-from gateway.upstream.chat_response import ChatTranslator
-from gateway.upstream.output_builder import ToolName
+from gateway.upstream.translation.output_builder import ToolName
+from gateway.upstream.wires.chat.request import TranslatedInputs, to_chat_request
+from gateway.upstream.wires.chat.response import ChatTranslator
 
 pytestmark = [pytest.mark.unit]
 

@@ -31,7 +31,7 @@ from ..turn.service import ResponsesService
 from ..turn.spending import Spending
 from ..turn.upkeep import fail_stale_turns, keep_alive, prune_expired
 from ..upstream import ProviderClient, UnsupportedInput, UpstreamError
-from ..upstream.addresses import Resolver, SystemResolver
+from ..upstream.transport.addresses import Resolver, SystemResolver
 from .auth import Authenticator
 from .console_access import ConsoleHeadersMiddleware
 from .console_sessions import ConsoleSessions

@@ -17,8 +17,8 @@ from ..tracing import Step, begin, failed, finish
 from ..upstream import Event, TurnResult, Upstream, UpstreamError
 from ..upstream.base import NONE, Capabilities, UpstreamStream
 from ..upstream.errors import UpstreamRejected
-from ..upstream.prices import Price
 from ..upstream.results import Item
+from ..upstream.routing.prices import Price
 from .attempt_spans import AttemptTarget, answered, first_token, sending, sent
 from .metrics import Metrics
 from .request_log import note_turn, note_upstream

@@ -13,7 +13,7 @@ from session.usage import UnstoredTurn
 from ..config import GatewayConfig, Route
 from ..observability.request_log import CURRENT_REQUEST
 from ..upstream.embeddings import Embedded, Embedder, EmbeddingInput
-from ..upstream.prices import Price, price_of
+from ..upstream.routing.prices import Price, price_of
 from .spending import Spending
 
 logger = logging.getLogger(__name__)

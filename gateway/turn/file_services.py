@@ -17,8 +17,8 @@ from ..errors import APIError, invalid_request
 from ..retrieval.ingest import Ingestion
 from ..retrieval.search import SearchOptions, search
 from ..upstream import ProviderClient
-from ..upstream.cooldowns import Cooldowns
 from ..upstream.embeddings import Embedder
+from ..upstream.routing.cooldowns import Cooldowns
 from .embeddings import MeteredEmbeddings
 from .spending import Spending
 

@@ -50,13 +50,13 @@ from ..upstream import (
     Upstream,
     UpstreamError,
 )
-from ..upstream.addresses import Resolver
 from ..upstream.base import Replay, UpstreamStream
 from ..upstream.errors import CONTEXT_LENGTH_EXCEEDED, is_context_overflow
-from ..upstream.file_search import Searcher
+from ..upstream.hosted.file_search import Searcher
+from ..upstream.hosted.mcp import has_mcp, scrubbed
+from ..upstream.hosted.support import check_tools
 from ..upstream.hosted.wrap import with_hosted
-from ..upstream.mcp import has_mcp, scrubbed
-from ..upstream.tool_support import check_tools
+from ..upstream.transport.addresses import Resolver
 from .background import BackgroundTurns
 from .concurrency import KeyedLocks
 from .context_requests import Context, compact, count_input_tokens
@@ -346,7 +346,7 @@ class ResponsesService:
         """Run a non-streamed turn; return its response object once it is stored.
 
         ``kept`` receives the upstream's other events: an answer passed through as it
-        came (see :mod:`gateway.upstream.anthropic.passthrough`)."""
+        came (see :mod:`gateway.upstream.wires.anthropic.passthrough`)."""
         result: TurnResult | None = None
         async with self.turn(body, project) as turn:
             async with self.open_upstream(turn, stream=False) as events:

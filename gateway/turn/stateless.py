@@ -8,7 +8,7 @@ from session import Item
 
 from ..api.request_body import CreateResponseBody
 from ..config import Route
-from ..upstream.anthropic.passthrough import PASSTHROUGH
+from ..upstream.wires.anthropic.passthrough import PASSTHROUGH
 
 # Top-level fields the gateway consumes itself and never sends upstream.
 _GATEWAY_FIELDS = frozenset(

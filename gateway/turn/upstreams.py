@@ -1,6 +1,6 @@
 """Which upstream answers a model's turns: its route, its adapter for one deployment and
 key, metered, and, for a model with several deployments, keys, retries or fallbacks, the
-routed upstream that tries them in turn (:mod:`gateway.upstream.routing`)."""
+routed upstream that tries them in turn (:mod:`gateway.upstream.routing.routed`)."""
 
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ from ..routing_settings import RetrySettings
 from ..sealing import Sealer
 from ..tracing import NO_TRACER, Tracer, routing_event
 from ..upstream import ProviderClient, ReasoningState, Upstream, build_upstream
-from ..upstream.affinity import Sticky, TurnAffinity, preferred, route_target, shared_name
-from ..upstream.bound_items import bound_origin, origin_of
-from ..upstream.cooldowns import Cooldowns
-from ..upstream.prices import Price, price_of
-from ..upstream.routing import Candidate, RoutedUpstream, plan
+from ..upstream.routing.affinity import Sticky, TurnAffinity, preferred, route_target, shared_name
+from ..upstream.routing.bound_items import bound_origin, origin_of
+from ..upstream.routing.cooldowns import Cooldowns
+from ..upstream.routing.prices import Price, price_of
+from ..upstream.routing.routed import Candidate, RoutedUpstream, plan
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ class Upstreams:
         cache_key: str | None,
         continued: tuple[str | None, str] | None = None,
     ) -> Sticky:
-        """Where a turn of ``model`` would rather go (see :mod:`gateway.upstream.affinity`):
+        """Where a turn of ``model`` would rather go (see :mod:`gateway.upstream.routing.affinity`):
         nowhere in particular for a model with one deployment and key.
 
         ``continued`` (the previous response's id, if any, and this one's) is for a turn
@@ -197,7 +197,7 @@ class Upstreams:
     def routed(self, model: str, project: str, sticky: Sticky | None = None) -> Upstream:
         """What answers ``model``'s turns: its deployments and keys, tried in turn (the
         ``sticky`` target and the bound items' origin first), then its fallbacks (see
-        :mod:`gateway.upstream.routing`); a model with one of each and no retries is just
+        :mod:`gateway.upstream.routing.routed`); a model with one of each and no retries is just
         its adapter."""
         plans = plan(self.config, model, self.cooldowns, self._rng)
         affinity = None

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from ..config import Route
-from .anthropic import AnthropicUpstream
-from .anthropic.passthrough import WithoutPassthrough
 from .base import Upstream, UpstreamStream
-from .chat_completions import ChatCompletionsUpstream
-from .echo import EchoUpstream
 from .errors import UnsupportedInput, UpstreamError
-from .http import ProviderClient
 from .reasoning_state import ReasoningState
-from .responses import ResponsesUpstream
 from .results import Event, TurnResult
+from .transport.http import ProviderClient
+from .wires.anthropic import AnthropicUpstream
+from .wires.anthropic.passthrough import WithoutPassthrough
+from .wires.chat.adapter import ChatCompletionsUpstream
+from .wires.echo.adapter import EchoUpstream
+from .wires.responses.adapter import ResponsesUpstream
 
 __all__ = [
     "Event",

@@ -18,10 +18,10 @@ import numpy as np
 
 from ..config import GatewayConfig, Route
 from ..errors import invalid_request
-from .cooldowns import Cooldowns
 from .errors import UpstreamError, UpstreamInvalidResponse
-from .http import ProviderClient
-from .routing import Candidate, plan, retryable
+from .routing.cooldowns import Cooldowns
+from .routing.routed import Candidate, plan, retryable
+from .transport.http import ProviderClient
 
 EMBEDDING_WIRES = frozenset({"chat_completions", "responses"})  # OpenAI-shaped providers
 EmbeddingInput = str | list[str] | list[int] | list[list[int]]

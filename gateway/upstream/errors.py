@@ -21,7 +21,7 @@ import re
 class UpstreamError(Exception):
     """Base class; ``message`` is safe to show to clients (secrets already scrubbed) and
     says enough to act on: the provider, its ``host:port`` and what happened (see
-    ``gateway/upstream/http.py``)."""
+    ``gateway/upstream/transport/http.py``)."""
 
     def __init__(self, provider: str, message: str) -> None:
         super().__init__(message)

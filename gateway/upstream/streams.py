@@ -9,8 +9,8 @@ import aiohttp
 
 from .base import UpstreamStream
 from .errors import MalformedAnswer, UpstreamError
-from .failures import describe_stream_failure
 from .results import Event, TurnResult
+from .transport.failures import describe_stream_failure
 
 
 class ReportedError(Exception):

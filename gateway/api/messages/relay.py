@@ -1,7 +1,7 @@
 """A Claude deployment's own answer, relayed to the Messages client as it came. Pure.
 
 A turn whose request went to Claude as its client sent it (see
-:mod:`gateway.upstream.anthropic.passthrough`) carries the provider's answer or stream
+:mod:`gateway.upstream.wires.anthropic.passthrough`) carries the provider's answer or stream
 events besides their Responses translation: the client gets those, with only ``model``
 said as the client named it. A turn that another wire answered (a fallback) is translated
 as any other (:class:`MessagesStream`). What the provider did not say, the gateway does:
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...upstream.anthropic.passthrough import RAW_EVENT, RAW_MESSAGE
+from ...upstream.wires.anthropic.passthrough import RAW_EVENT, RAW_MESSAGE
 from .stream import MessagesStream, stream_error_type
 
 Item = dict[str, Any]

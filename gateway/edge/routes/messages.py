@@ -27,7 +27,7 @@ from ...api.messages import (
 from ...api.request_body import CreateResponseBody
 from ...observability.request_log import note_failed_request
 from ...turn.events import StreamEvent
-from ...upstream.anthropic.passthrough import passthrough
+from ...upstream.wires.anthropic.passthrough import passthrough
 from ..json_response import EventStream, JSONResponse
 from ..messages_errors import anthropic_error_response, as_api_error
 from .common import exchange_stored, project, read_body, service

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Protocol
 
 from ...tracing import Tracer
-from ..builtin_tools import CALL_TYPES
-from ..output_builder import snapshot
 from ..results import Event, Item, TurnResult
+from ..translation.builtin_tools import CALL_TYPES
+from ..translation.output_builder import snapshot
 from .kind import Call, Kind
 from .tool_spans import traced_call
 

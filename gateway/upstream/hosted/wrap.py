@@ -5,15 +5,15 @@ from __future__ import annotations
 from ...config import GatewayConfig
 from ...config_sections import ProviderSettings
 from ...tracing import NO_TRACER, Tracer
-from ..addresses import Resolver
 from ..base import Upstream
-from ..file_search import FileSearch, Searcher, has_file_search
-from ..mcp import Mcp, has_mcp, holds_mcp
 from ..results import Item
-from ..tool_support import serving
-from ..web_search import WebSearch, has_web_search, holds_web_search
+from ..transport.addresses import Resolver
+from .file_search import FileSearch, Searcher, has_file_search
 from .kind import Kind
+from .mcp import Mcp, has_mcp, holds_mcp
 from .run import HostedUpstream
+from .support import serving
+from .web_search import WebSearch, has_web_search, holds_web_search
 
 
 def kinds(

@@ -1,0 +1,1 @@
+"""Routing a turn over deployments, keys, retries and fallbacks; cooldowns; prices."""

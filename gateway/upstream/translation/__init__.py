@@ -1,0 +1,1 @@
+"""What every wire shares when translating: output builder, tools as functions, caches."""

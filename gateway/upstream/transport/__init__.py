@@ -1,0 +1,1 @@
+"""The neutral transport: HTTP exchanges with a provider; the addresses it may reach."""

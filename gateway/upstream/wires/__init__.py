@@ -1,0 +1,1 @@
+"""The wires: one package per API the gateway speaks upstream, listed in :mod:`.registry`."""

@@ -1,0 +1,1 @@
+"""The Chat Completions wire (DeepSeek, Qwen, Ollama, vLLM, llama.cpp, …)."""

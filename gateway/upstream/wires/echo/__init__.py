@@ -1,0 +1,1 @@
+"""The ``echo`` wire: a built-in offline model."""

@@ -1,0 +1,1 @@
+"""The Responses wire: an upstream Responses API called statelessly."""
