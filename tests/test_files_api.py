@@ -286,3 +286,12 @@ def test_two_instances_on_postgres_share_files_and_vector_stores(
         assert second.files.content(made.id).read() == b"Otters hold hands while asleep."
         second.files.delete(made.id)
         assert first.vector_stores.retrieve(store.id).file_counts.total == 0
+
+
+def test_a_query_rewrite_is_refused_not_ignored(gateway: Gateway) -> None:
+    client = gateway.client()
+    store = client.vector_stores.create(name="r")
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.vector_stores.search(vector_store_id=store.id, query="cats", rewrite_query=True)
+    assert refused.value.status_code == 400
+    assert refused.value.body["param"] == "rewrite_query"  # type: ignore[index]

@@ -95,6 +95,11 @@ async def delete_vector_store(request: Request) -> Response:
 
 async def search_vector_store(request: Request) -> Response:
     body = validate_body(SearchBody, await read_body(request))
+    if body.rewrite_query:  # refused rather than ignored: no model rewrites the query here
+        raise invalid_request(
+            "Invalid 'rewrite_query': the gateway searches the query as given; send false.",
+            param="rewrite_query",
+        )
     services = files(request)
     store, _ = services.searchable()
     found = await store.get_vector_store(project(request), request.path_params["id"])
