@@ -187,8 +187,14 @@ def raw_server(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[
     """Serve ``handler`` on a loopback port (with ``tls``, if given) from a thread of its
     own; yield the port."""
     loop = asyncio.new_event_loop()
+    # asyncio drops its own reference to a handler's task when the client hangs up, and a
+    # handler waiting on nothing but itself would then be collected while pending.
+    running: set[asyncio.Task[None]] = set()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        running.add(task)
         try:
             await handler(reader, writer)
         except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
@@ -197,6 +203,7 @@ def raw_server(handler: Handler, tls: ssl.SSLContext | None = None) -> Iterator[
             writer.close()
             with suppress(Exception, asyncio.CancelledError):
                 await writer.wait_closed()
+            running.discard(task)
 
     server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", 0, ssl=tls))
     thread = threading.Thread(target=loop.run_forever, daemon=True)
