@@ -16,7 +16,7 @@ from typing import Protocol
 from ...tracing import Tracer
 from ..results import Event, Item, TurnResult
 from ..translation.builtin_tools import CALL_TYPES
-from ..translation.output_builder import snapshot
+from .events import added
 from .kind import Call, Kind
 from .tool_spans import traced_call
 
@@ -38,14 +38,6 @@ class Run(Protocol):
     def may_call(self) -> bool: ...
 
     def remaining(self) -> float: ...
-
-
-def added(index: int, item: Item) -> Event:
-    return {"type": "response.output_item.added", "output_index": index, "item": snapshot(item)}
-
-
-def done(index: int, item: Item) -> Event:
-    return {"type": "response.output_item.done", "output_index": index, "item": snapshot(item)}
 
 
 def call_pair(call_id: str, name: str, arguments: str, output: str) -> list[Item]:

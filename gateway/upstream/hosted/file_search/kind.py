@@ -12,7 +12,9 @@ from session.files import Hit
 from ....file_search_settings import FileSearchSettings
 from ...errors import UpstreamError
 from ...results import Event, Item
+from ..events import done
 from ..kind import Call, Emit, Turn
+from ..search_tool import query_of
 from .items import call_item, citations, progress, read_back
 from .tool import (
     FILE_SEARCH_TYPES,
@@ -21,7 +23,6 @@ from .tool import (
     function,
     function_name,
     options,
-    query_of,
     result_item,
     results_text,
 )
@@ -107,17 +108,13 @@ class FileSearch:
         if self._results:
             item["results"] = [result_item(hit) for hit in found]
         item["status"] = "completed"
-        emit(progress("completed", at, item), _done(at, item))
+        emit(progress("completed", at, item), done(at, item))
         return results_text(query, found, first)
 
     def _failed(self, at: int, item: Item, why: str, emit: Emit) -> str:
         item["status"] = "failed"
-        emit(_done(at, item))
+        emit(done(at, item))
         return f"The file search failed ({why}). Answer without it, and say that it failed."
 
     def annotations(self, text: str) -> list[Item]:
         return citations(text, self.hits)
-
-
-def _done(index: int, item: Item) -> Event:
-    return {"type": "response.output_item.done", "output_index": index, "item": dict(item)}

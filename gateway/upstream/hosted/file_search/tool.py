@@ -16,6 +16,7 @@ from session.files import Hit
 from ....errors import invalid_request
 from ....retrieval.search import SearchOptions, options_of
 from ...results import Item
+from ..search_tool import query_function
 
 FILE_SEARCH_TYPES = frozenset({"file_search"})
 FUNCTION = "file_search"
@@ -81,27 +82,11 @@ def options(tools: list[Item], default_limit: int) -> Options | None:
 
 def function(name: str) -> Item:
     """The function the model calls to search the files."""
-    return {
-        "type": "function",
-        "name": name,
-        "description": "Search the user's uploaded files. Returns numbered passages, each "
-        "with its file name. " + CITE,
-        "parameters": {
-            "type": "object",
-            "properties": {"query": {"type": "string", "description": "What to search for."}},
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-    }
-
-
-def query_of(arguments: str) -> str | None:
-    try:
-        parsed = json.loads(arguments or "{}")
-    except ValueError:
-        return None
-    query = parsed.get("query") if isinstance(parsed, dict) else None
-    return query.strip() if isinstance(query, str) and query.strip() else None
+    return query_function(
+        name,
+        "Search the user's uploaded files. Returns numbered passages, each with its file "
+        "name. " + CITE,
+    )
 
 
 def results_text(query: str, hits: list[Hit], first: int) -> str:

@@ -6,10 +6,11 @@ import asyncio
 import json
 
 from ...results import Item
+from ..events import done
 from ..kind import Emit
 from .connection import Connection, McpFailure
 from .history import error_text
-from .items import done, progress
+from .items import progress
 
 
 def refusal(message: str) -> Item:

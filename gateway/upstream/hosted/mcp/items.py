@@ -7,7 +7,6 @@ from typing import Any
 from session import new_id
 
 from ...results import Event, Item
-from ...translation.output_builder import snapshot
 
 
 def list_tools_item(label: str) -> Item:
@@ -38,14 +37,6 @@ def approval_item(label: str, name: str, arguments: str) -> Item:
         "name": name,
         "arguments": arguments,
     }
-
-
-def added(index: int, item: Item) -> Event:
-    return {"type": "response.output_item.added", "output_index": index, "item": snapshot(item)}
-
-
-def done(index: int, item: Item) -> Event:
-    return {"type": "response.output_item.done", "output_index": index, "item": snapshot(item)}
 
 
 def progress(kind: str, index: int, item: Item, **fields: Any) -> Event:

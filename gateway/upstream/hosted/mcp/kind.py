@@ -18,12 +18,13 @@ from ....errors import APIError, invalid_request
 from ...results import Event, Item
 from ...translation.tools import function_tools
 from ...transport.addresses import Resolver
+from ..events import added, done
 from ..kind import Call, Emit, Turn
 from .calls import call_output, fail, refusal
 from .choice import choice_problem, model_choice
 from .connection import Connection, McpFailure, connect
 from .history import History, Names, call_pair, model_history
-from .items import added, approval_item, call_item, done, list_tools_item, progress
+from .items import approval_item, call_item, list_tools_item, progress
 from .servers import Server, check_address, servers
 
 MCP_TYPES = frozenset({"mcp"})

@@ -7,7 +7,9 @@ from contextlib import AsyncExitStack
 
 from ....web_search_settings import WebSearchSettings
 from ...results import Event, Item
+from ..events import done
 from ..kind import Call, Emit, Turn
+from ..search_tool import query_of
 from .backends import Result, SearchFailure
 from .citations import citations
 from .history import read_back
@@ -20,7 +22,6 @@ from .tool import (
     function,
     function_name,
     options,
-    query_of,
     results_text,
 )
 
@@ -93,18 +94,14 @@ class WebSearch:
         self.results += found
         searched(item, query, found, self._sources)
         item["status"] = "completed"
-        emit(progress("completed", at, item), _done(at, item))
+        emit(progress("completed", at, item), done(at, item))
         return results_text(query, found, first, self._options.snippet_chars)
 
     def _failed(self, at: int, item: Item, query: str | None, why: str, emit: Emit) -> str:
         searched(item, query, [], self._sources)
         item["status"] = "failed"
-        emit(_done(at, item))
+        emit(done(at, item))
         return failed_text(why)
 
     def annotations(self, text: str) -> list[Item]:
         return citations(text, self.results)
-
-
-def _done(index: int, item: Item) -> Event:
-    return {"type": "response.output_item.done", "output_index": index, "item": dict(item)}

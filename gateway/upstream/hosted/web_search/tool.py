@@ -16,6 +16,7 @@ from typing import Any
 from ....errors import invalid_request
 from ....web_search_settings import WebSearchSettings
 from ...results import Item
+from ..search_tool import query_function
 from .backends import MAX_QUERY_CHARS, Query, Result
 
 WEB_SEARCH_TYPES = frozenset(
@@ -116,27 +117,7 @@ def function(name: str, opts: Options) -> Item:
     about = "Search the web. Returns numbered results, each a title, a URL and a snippet. "
     if opts.allowed_domains:
         about += f"Only these sites are searched: {', '.join(opts.allowed_domains)}. "
-    return {
-        "type": "function",
-        "name": name,
-        "description": about + CITE,
-        "parameters": {
-            "type": "object",
-            "properties": {"query": {"type": "string", "description": "What to search for."}},
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-    }
-
-
-def query_of(arguments: str) -> str | None:
-    """The query the model's arguments hold, if they hold one."""
-    try:
-        parsed = json.loads(arguments or "{}")
-    except ValueError:
-        return None
-    query = parsed.get("query") if isinstance(parsed, dict) else None
-    return query.strip() if isinstance(query, str) and query.strip() else None
+    return query_function(name, about + CITE)
 
 
 def results_text(query: str, results: list[Result], first: int, chars: int) -> str:
