@@ -198,6 +198,22 @@ class GatewayConfig(BaseModel):
             return [Route(provider_name=name, provider=self.providers[name], upstream_model=model)]
         return []
 
+    def fallback_order(self, model: str, *, context_window: bool = False) -> list[str]:
+        """``model``, then its fallbacks (and with ``context_window`` its context-window
+        fallbacks), then theirs, breadth first, each once."""
+        order: list[str] = []
+        queue = [model]
+        while queue:
+            name = queue.pop(0)
+            if name in order:
+                continue
+            order.append(name)
+            listed = self.models.get(name)
+            if listed is not None:
+                queue += listed.fallbacks
+                queue += listed.context_window_fallbacks if context_window else []
+        return order
+
 
 def substitute_env(
     value: Any, env: Mapping[str, str], path: str = "", unset: list[str] | None = None

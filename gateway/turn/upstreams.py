@@ -83,17 +83,8 @@ class Upstreams:
         """Every provider a turn of ``model`` may reach: its deployments', then its
         fallbacks' (and theirs), each once."""
         found: list[ProviderSettings] = []
-        seen: set[str] = set()
-        queue = [model]
-        while queue:
-            name = queue.pop(0)
-            if name in seen:
-                continue
-            seen.add(name)
+        for name in self.config.fallback_order(model, context_window=True):
             found += [r.provider for r in self.config.routes(name) if r.provider not in found]
-            listed = self.config.models.get(name)
-            if listed is not None:
-                queue += [*listed.fallbacks, *listed.context_window_fallbacks]
         return found
 
     def upstream(

@@ -82,19 +82,11 @@ def plan(
 ) -> list[list[Candidate]]:
     """The candidates of ``model`` and of each of its fallbacks (one list per model)."""
     plans: list[list[Candidate]] = []
-    seen: set[str] = set()
-    queue = [model]
-    while queue:
-        name = queue.pop(0)
-        if name in seen:
-            continue
-        seen.add(name)
+    for name in config.fallback_order(model):
         routes = _by_weight(
             config.routes(name), lambda r: r.weight, lambda r: cooldowns.until(r.deployment), rng
         )
         plans.append([c for route in routes for c in _keyed(name, route, cooldowns, rng)])
-        listed = config.models.get(name)
-        queue += listed.fallbacks if listed is not None else []
     return plans
 
 
