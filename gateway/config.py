@@ -24,7 +24,6 @@ from session import SessionSettings
 from .auth_settings import AuthSettings
 from .config_problems import YamlProblem, describe, in_file_order, key_path, read_yaml
 from .config_sections import (
-    ANTHROPIC_BASE_URL,
     DEFAULT_MAX_OUTPUT_TOKENS,
     DEFAULT_THINKING_BUDGETS,
     LOOPBACK_HOSTS,
@@ -38,7 +37,6 @@ from .config_sections import (
     Route,
     ServerSettings,
     ThinkingSettings,
-    WireApi,
     host_problem,
     url_problem,
 )
@@ -46,12 +44,14 @@ from .file_search_settings import FileSearchSettings
 from .observability_settings import ObservabilitySettings
 from .routing_settings import RoutingSettings
 from .web_search_settings import WebSearchSettings
+from .wire_settings import ANTHROPIC_BASE_URL, WIRES, Wire, WireApi
 
 __all__ = [
     "ANTHROPIC_BASE_URL",
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "DEFAULT_THINKING_BUDGETS",
     "LOOPBACK_HOSTS",
+    "WIRES",
     "CodexModelSettings",
     "CompactionSettings",
     "ConfigError",
@@ -64,6 +64,7 @@ __all__ = [
     "Route",
     "ServerSettings",
     "ThinkingSettings",
+    "Wire",
     "WireApi",
     "host_problem",
     "key_path",

@@ -19,8 +19,8 @@ from pydantic import (
 
 from .routing_settings import Deployment, Pricing, ProviderKey, RetrySettings
 from .url_prefixes import url_parts
+from .wire_settings import WIRES, Wire, WireApi, wires_reading
 
-WireApi = Literal["chat_completions", "responses", "anthropic", "echo"]
 # Every ``tools[].type`` of the Responses API (the ``openai`` SDK's ``Tool`` union).
 TOOL_TYPES = frozenset(
     {
@@ -44,7 +44,6 @@ TOOL_TYPES = frozenset(
         "apply_patch",
     }
 )
-ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 
 
 class _Section(BaseModel):
@@ -166,24 +165,22 @@ class ProviderSettings(_Section):
             return self.mcp
         return "upstream" if self.runs_natively("mcp") else "gateway"
 
+    @property
+    def wire(self) -> Wire:
+        """What the gateway knows of the provider's wire API."""
+        return WIRES[self.wire_api]
+
     def runs_natively(self, tool_type: str) -> bool:
-        """Whether the upstream itself runs tools of ``tool_type`` (a Responses provider:
-        every type unless ``native_tools`` names them)."""
-        if self.wire_api != "responses":
+        """Whether the upstream itself runs tools of ``tool_type`` (a wire that runs
+        tools: every type unless ``native_tools`` names them)."""
+        if not self.wire.runs_tools:
             return False
         return self.native_tools is None or tool_type in self.native_tools
 
     @field_validator("native_tools")
     @classmethod
-    def _known_tool_types(cls, tools: list[str] | None, info: ValidationInfo) -> list[str] | None:
-        if tools is None:
-            return None
-        if info.data.get("wire_api") not in (None, "responses"):
-            raise ValueError(
-                "only a provider with wire_api 'responses' runs tools itself; "
-                "other wires get the client's tools as functions"
-            )
-        unknown = sorted(set(tools) - TOOL_TYPES)
+    def _known_tool_types(cls, tools: list[str] | None) -> list[str] | None:
+        unknown = sorted(set(tools or ()) - TOOL_TYPES)
         if unknown:
             raise ValueError(
                 f"unknown tool type(s) {', '.join(map(repr, unknown))} "
@@ -196,16 +193,28 @@ class ProviderSettings(_Section):
     def _needs_base_url(cls, base_url: str | None, info: ValidationInfo) -> str | None:
         wire_api = info.data.get("wire_api")  # absent when wire_api itself is invalid
         if not base_url:
-            if wire_api == "anthropic":
-                return ANTHROPIC_BASE_URL
-            if wire_api not in (None, "echo"):
+            wire = WIRES.get(str(wire_api))
+            if wire is None or not wire.http:
+                return None
+            if wire.default_base_url is None:
                 raise ValueError(
                     f"required for wire_api {wire_api!r} (e.g. https://api.deepseek.com/v1)"
                 )
-            return None
+            return wire.default_base_url
         if (problem := url_problem(base_url)) is not None:
             raise ValueError(problem)
         return base_url
+
+    @model_validator(mode="after")
+    def _settings_of_the_wire(self) -> ProviderSettings:
+        for name in sorted(self.model_fields_set):
+            readers = wires_reading(name)
+            if readers and self.wire_api not in readers:
+                raise ValueError(
+                    f"{name}: only a provider with wire_api "
+                    f"{' or '.join(map(repr, readers))} reads it"
+                )
+        return self
 
     @model_validator(mode="after")
     def _one_way_to_give_keys(self) -> ProviderSettings:

@@ -140,7 +140,7 @@ def create_app(
             clients = {
                 name: await stack.enter_async_context(ProviderClient.connect(name, provider))
                 for name, provider in config.providers.items()
-                if provider.wire_api != "echo"
+                if provider.wire.http
             }
             pools = PoolCollector(clients)
             metrics.registry.register(pools)

@@ -90,7 +90,7 @@ class BackgroundTurns:
     def _slot(self, turn: Turn) -> AbstractAsyncContextManager[None]:
         """A slot of the turn's provider for the turn's project (none needed for ``echo``)."""
         provider = self._providers[turn.provider]
-        if provider.wire_api == "echo":
+        if not provider.wire.http:
             return contextlib.nullcontext()
         slots = self._shares.get(turn.provider)
         if slots is None:

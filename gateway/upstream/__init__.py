@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from ..config import Route
 from .base import Upstream, UpstreamStream
 from .errors import UnsupportedInput, UpstreamError
 from .reasoning_state import ReasoningState
 from .results import Event, TurnResult
 from .transport.http import ProviderClient
-from .wires.anthropic import AnthropicUpstream
-from .wires.anthropic.passthrough import WithoutPassthrough
-from .wires.chat.adapter import ChatCompletionsUpstream
-from .wires.echo.adapter import EchoUpstream
-from .wires.responses.adapter import ResponsesUpstream
+from .wires.registry import build_upstream
 
 __all__ = [
     "Event",
@@ -25,17 +20,3 @@ __all__ = [
     "UpstreamStream",
     "build_upstream",
 ]
-
-
-def build_upstream(route: Route, client: ProviderClient | None, state: ReasoningState) -> Upstream:
-    """The adapter for ``route``'s provider (cheap: made per request); ``state`` seals and
-    opens the reasoning state of its model for the request's project."""
-    wire = route.provider.wire_api
-    if client is not None and wire == "anthropic":
-        return AnthropicUpstream(client, route, state)
-    # The other wires read a Messages request's translation, never its client's body.
-    if client is not None and wire == "chat_completions":
-        return WithoutPassthrough(ChatCompletionsUpstream(client, state))
-    if client is not None and wire == "responses":
-        return WithoutPassthrough(ResponsesUpstream(client, state))
-    return WithoutPassthrough(EchoUpstream())

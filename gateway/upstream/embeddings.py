@@ -23,7 +23,6 @@ from .routing.cooldowns import Cooldowns
 from .routing.routed import Candidate, plan, retryable
 from .transport.http import ProviderClient
 
-EMBEDDING_WIRES = frozenset({"chat_completions", "responses"})  # OpenAI-shaped providers
 EmbeddingInput = str | list[str] | list[int] | list[list[int]]
 
 
@@ -110,7 +109,7 @@ class Embedder:
                 param="model",
                 code="model_not_found",
             )
-        if not any(r.provider.wire_api in EMBEDDING_WIRES for r in routes):
+        if not any(r.provider.wire.embeddings for r in routes):
             raise invalid_request(
                 f"The model '{model}' does not serve embeddings: its provider's wire "
                 f"'{routes[0].provider.wire_api}' has no embeddings endpoint.",
@@ -124,8 +123,7 @@ class Embedder:
             c
             for candidates in plans
             for c in candidates
-            if c.route.provider.wire_api in EMBEDDING_WIRES
-            and c.route.provider_name in self._clients
+            if c.route.provider.wire.embeddings and c.route.provider_name in self._clients
         ]
 
     async def embed(

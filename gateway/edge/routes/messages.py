@@ -38,7 +38,7 @@ def _seals(request: Request, body: MessagesBody) -> ThinkingSeals:
     claude = [
         route.deployment
         for route in svc.config.routes(body.model)
-        if route.provider.wire_api == "anthropic"
+        if route.provider.wire.takes_messages
     ]
     return ThinkingSeals(svc.sealer, project(request), body.model, claude)
 
@@ -46,7 +46,8 @@ def _seals(request: Request, body: MessagesBody) -> ThinkingSeals:
 def _pass_through(request: Request, body: MessagesBody, turn: CreateResponseBody) -> bool:
     """Hand the client's body along for a Claude deployment (the model's or a fallback's),
     which gets it as it came; the other wires get its translation."""
-    if not any(p.wire_api == "anthropic" for p in service(request).upstreams.providers(body.model)):
+    providers = service(request).upstreams.providers(body.model)
+    if not any(p.wire.takes_messages for p in providers):
         return False
     beta = request.headers.get("anthropic-beta")
     turn.pass_through(passthrough(body.model_dump(exclude_unset=True), beta))

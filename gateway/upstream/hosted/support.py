@@ -45,7 +45,7 @@ def _searches_files(provider: ProviderSettings, config: GatewayConfig) -> bool:
     """A Responses upstream runs ``file_search`` itself only when ``native_tools`` names it
     (its vector store ids are its own, not the gateway's)."""
     native = provider.native_tools is not None and "file_search" in provider.native_tools
-    return config.file_search.configured and not (provider.wire_api == "responses" and native)
+    return config.file_search.configured and not (provider.wire.runs_tools and native)
 
 
 # The kinds the gateway runs itself, and for which providers (given the configuration).
@@ -66,7 +66,7 @@ def serving(provider: ProviderSettings, tool: Item, config: GatewayConfig) -> Se
     runs_here = GATEWAY_RUN.get(str(kind))
     if runs_here is not None and runs_here(provider, config):
         return "gateway"
-    if provider.wire_api == "responses":
+    if provider.wire.runs_tools:
         return "upstream" if provider.runs_natively(str(kind)) else None
     builtin = for_tool(kind)
     if builtin is not None and builtin.refusal(tool) is None:

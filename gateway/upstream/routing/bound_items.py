@@ -46,7 +46,7 @@ def account_origin(route: Route, key: str | None) -> str:
 def origin_of(route: Route, key: str | None) -> str:
     """The origin whose sealed state an adapter for ``route`` (sent with ``key``) opens:
     a Responses upstream's account, else the deployment (a model's thinking blocks)."""
-    if route.provider.wire_api == "responses":
+    if route.provider.wire.account_bound:
         return account_origin(route, key)
     return route.deployment
 

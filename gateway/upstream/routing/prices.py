@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...config_sections import ANTHROPIC_BASE_URL, ProviderSettings
+from ...config_sections import ProviderSettings
 from ...routing_settings import Pricing
 
 if TYPE_CHECKING:
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CostSource = Literal["config", "genai-prices"]
-WIRE_PROVIDERS = {"chat_completions": "openai", "responses": "openai", "anthropic": "anthropic"}
 
 
 @dataclass(frozen=True)
@@ -64,13 +63,13 @@ def price_of(
     prices for ``upstream_model`` at ``provider``, else not at all."""
     if pricing is not None:
         return Price("config", pricing=pricing)
-    wire_provider = WIRE_PROVIDERS.get(provider.wire_api)
+    wire_provider = provider.wire.vendor
     if wire_provider is None:  # echo
         return None
     from genai_prices.data_snapshot import get_snapshot
 
     prices = get_snapshot()
-    base_url = provider.base_url or ANTHROPIC_BASE_URL
+    base_url = provider.base_url or provider.wire.default_base_url
     try:
         known = prices.find_provider(None, None, base_url)
     except LookupError:

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -38,8 +38,6 @@ from ..errors import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
-from ..translation.cache import EncodedInputs
-from ..wires.chat.request import TranslatedInputs
 from .failures import (
     connection_failure,
     error_fields,
@@ -52,6 +50,7 @@ from .rate_limits import retry_after
 logger = logging.getLogger("gateway.upstream")
 
 _ERROR_BODY_LIMIT = 64 * 1024
+T = TypeVar("T")
 
 
 class ProviderClient:
@@ -63,14 +62,11 @@ class ProviderClient:
         self._session = session
         self._slots = asyncio.Semaphore(settings.max_connections)
         self._headers = {**settings.headers, "Content-Type": "application/json"}
-        if settings.wire_api == "anthropic":
-            self._headers["anthropic-version"] = settings.anthropic_version
-            if settings.anthropic_beta:
-                self._headers["anthropic-beta"] = settings.anthropic_beta
-            if settings.api_key:
-                self._headers["x-api-key"] = settings.api_key
-        elif settings.api_key:
-            self._headers["Authorization"] = f"Bearer {settings.api_key}"
+        for header, setting in settings.wire.setting_headers.items():
+            if value := getattr(settings, setting):
+                self._headers[header] = value
+        if settings.api_key:
+            self._headers.update(settings.wire.key_headers(settings.api_key))
         self._base_url = (settings.base_url or "").rstrip("/")
         # Where the provider is, as errors and log lines name it: ``host:port``, and the
         # base URL without credentials or query (``base_path`` is the URL's path).
@@ -82,10 +78,8 @@ class ProviderClient:
         self._answer_timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=settings.connect_timeout_seconds
         )
-        # The provider's last requests as chat messages (for a Chat Completions provider)
-        # or as JSON (for a Responses provider).
-        self.translated = TranslatedInputs()
-        self.encoded = EncodedInputs()
+        # What the wire's adapter keeps of the provider's last requests, one of each kind.
+        self._caches: dict[type[Any], Any] = {}
 
     @classmethod
     @asynccontextmanager
@@ -103,10 +97,16 @@ class ProviderClient:
         """This client sending ``key`` (one of ``api_keys``): the same connections, limits
         and caches."""
         keyed = copy.copy(self)
-        header = "x-api-key" if self.settings.wire_api == "anthropic" else "Authorization"
-        value = key if header == "x-api-key" else f"Bearer {key}"
-        keyed._headers = {**self._headers, header: value}
+        keyed._headers = {**self._headers, **self.settings.wire.key_headers(key)}
         return keyed
+
+    def cache(self, kind: type[T]) -> T:
+        """The provider's one ``kind`` (made on first use), shared by every key's client:
+        where a wire's adapter keeps its translations of the provider's last requests."""
+        made = self._caches.get(kind)
+        if made is None:
+            made = self._caches[kind] = kind()
+        return cast(T, made)
 
     def with_headers(self, headers: dict[str, str]) -> ProviderClient:
         """This client sending ``headers`` too (over its own of the same names)."""

@@ -23,9 +23,9 @@ from ...translation.additional_tools import offered_tools
 from ...translation.builtin_tools import as_function_item
 from ...translation.output_builder import ToolName
 from ...translation.reasoning_context import earlier_reasoning
+from ...translation.text import text_of
 from ...translation.tool_errors import is_failed_output
 from ...translation.tools import flat_name, forced_function
-from ..chat.request import text_of
 from .content import cache_control, content_blocks
 from .rules import Origins, check_tool_pairs, messages_tools, opened_by_user, sampling
 

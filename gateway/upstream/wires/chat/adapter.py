@@ -14,7 +14,7 @@ from ...results import Event, Item
 from ...streams import ReportedError, ended
 from ...transport.failures import scrub
 from ...transport.http import ProviderClient
-from .request import to_chat_request
+from .request import TranslatedInputs, to_chat_request
 from .response import ChatTranslator
 
 
@@ -33,7 +33,7 @@ class ChatCompletionsUpstream:
             request,
             model=request["model"],
             stream=stream,
-            translated=self._client.translated,
+            translated=self._client.cache(TranslatedInputs),
             state=self._state,
         )
         # No built-in tools reach a chat provider, so ``max_tool_calls`` limits nothing here.

@@ -18,6 +18,7 @@ from ...translation.builtin_tools import as_function_item
 from ...translation.cache import KeptContexts, answer_end, joined, object_with_array
 from ...translation.output_builder import ToolName
 from ...translation.reasoning_context import earlier_reasoning
+from ...translation.text import text_of
 from ...translation.tool_errors import wire_output
 from ...translation.tools import flat_name, forced_function, function_tools
 
@@ -48,16 +49,6 @@ class ChatRequest:
 def _inner(values: list[Any]) -> bytes:
     """``values`` as JSON, without the brackets."""
     return orjson.dumps(values)[1:-1]
-
-
-def text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
-        )
-    return "" if content is None else str(content)
 
 
 def _content_parts(content: Any, index: int) -> str | list[Item]:

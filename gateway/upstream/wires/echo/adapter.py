@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from ...base import NONE, UpstreamStream
 from ...results import Item
 from ...translation.output_builder import OutputBuilder
-from ..chat.request import text_of
+from ...translation.text import text_of
 
 
 def user_texts(items: list[Item]) -> list[str]:

@@ -188,7 +188,7 @@ class ResponsesUpstream:
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
-        payload = upstream_body(request, stream, self._client.encoded, self._state)
+        payload = upstream_body(request, stream, self._client.cache(EncodedInputs), self._state)
         if not stream:
             body = await self._client.fetch_json("/responses", payload)
             try:
