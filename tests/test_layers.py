@@ -29,6 +29,7 @@ LAYERS = {
     "config_problems": 0,
     "url_prefixes": 0,
     "observability_settings": 0,
+    "wire_settings": 0,
     "tracing": 0,
     "upstream": 1,
     "retrieval": 1,
