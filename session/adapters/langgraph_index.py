@@ -21,6 +21,9 @@ from langgraph.store.base import IndexConfig, PutOp, SearchOp
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 
 Field = tuple[str, str | list[str]]  # the path as written, and as LangGraph tokenizes it
+Vectors = tuple[dict[int, list[dict[str, str]]], dict[str, str]]
+"""The vectors of a batch's puts (``{"field", "vector"}`` by position) and of its queries
+(by text), encoded."""
 
 
 def encoded(vector: Sequence[float]) -> str:
@@ -119,30 +122,31 @@ class StoreIndex:
                 )
         return [encoded(vector) for vector in vectors]
 
-    def embed(self, ops: Sequence[Any]) -> tuple[dict[int, list[dict[str, str]]], dict[str, str]]:
+    def _vectors(
+        self,
+        puts: PutVectors,
+        embedded: list[list[float]],
+        queries: list[str],
+        asked: list[list[float]],
+    ) -> Vectors:
+        documents = puts.distinct
+        by_text = dict(zip(documents, self._checked(embedded, len(documents)), strict=True))
+        return puts.vectors(by_text), dict(
+            zip(queries, self._checked(asked, len(queries)), strict=True)
+        )
+
+    def embed(self, ops: Sequence[Any]) -> Vectors:
         """The vectors of ``ops``' puts (by position) and of their queries (by text)."""
         puts, queries = self.put_texts(ops), self.queries(ops)
         documents = puts.distinct
         embedded = self.embeddings.embed_documents(documents) if documents else []
         asked = [self.embeddings.embed_query(query) for query in queries]
-        return (
-            puts.vectors(
-                dict(zip(documents, self._checked(embedded, len(documents)), strict=True))
-            ),
-            dict(zip(queries, self._checked(asked, len(queries)), strict=True)),
-        )
+        return self._vectors(puts, embedded, queries, asked)
 
-    async def aembed(
-        self, ops: Sequence[Any]
-    ) -> tuple[dict[int, list[dict[str, str]]], dict[str, str]]:
+    async def aembed(self, ops: Sequence[Any]) -> Vectors:
         """:meth:`embed` with the embeddings' async methods, the queries at once."""
         puts, queries = self.put_texts(ops), self.queries(ops)
         documents = puts.distinct
         embedded = await self.embeddings.aembed_documents(documents) if documents else []
         asked = list(await asyncio.gather(*(self.embeddings.aembed_query(q) for q in queries)))
-        return (
-            puts.vectors(
-                dict(zip(documents, self._checked(embedded, len(documents)), strict=True))
-            ),
-            dict(zip(queries, self._checked(asked, len(queries)), strict=True)),
-        )
+        return self._vectors(puts, embedded, queries, asked)

@@ -24,10 +24,8 @@ from langgraph.store.base import (
 from ..store import SessionStore
 from .backend import Backend, OnBackend
 from .gateway_embeddings import GatewayEmbeddings
-from .langgraph_index import StoreIndex
+from .langgraph_index import StoreIndex, Vectors
 
-Vectors = tuple[dict[int, list[dict[str, str]]], dict[str, str]]
-"""The vectors of a batch's puts (by position) and of its queries (by text)."""
 NO_VECTORS: Vectors = ({}, {})
 
 
