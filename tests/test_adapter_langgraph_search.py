@@ -24,6 +24,7 @@ from langgraph.store.memory import InMemoryStore
 
 from session import SQLiteStore
 from session.adapters.langgraph import GatewayStore
+from session.agent_store import StoreError
 
 from .adapter_targets import Target
 from .fake_embeddings import DIMENSIONS, FakeEmbeddings, embed
@@ -319,8 +320,6 @@ async def test_wrong_dimensions_are_refused_before_anything_is_stored(target: Ta
 
 
 async def test_a_bad_vector_is_a_bad_request(target: Target) -> None:
-    from session.agent_store import StoreError
-
     agent = target.agent_store()
     put = {"op": "put", "namespace": ["x"], "key": "k", "value": {"a": 1}}
     for vectors in ("no", [{"field": "a", "vector": "!!"}], [{"field": "a", "vector": "AAC/"}]):
@@ -406,6 +405,15 @@ async def test_embed_names_the_gateways_embeddings_model(
             synced = await asyncio.to_thread(store.search, ("docs",), query="tax forms")
         finally:
             await store.aclose()
+        unknown = IndexConfig(dims=DIMENSIONS, embed="no-such-model")
+        refusing = GatewayStore.connect(gateway.url, namespace="semantic", index=unknown)
+        try:
+            with pytest.raises(StoreError) as refused:
+                await refusing.aput(("docs",), "d3", {"text": "never stored"})
+            assert await refusing.aget(("docs",), "d3") is None
+        finally:
+            await refusing.aclose()
+    assert refused.value.status == 400 and "no-such-model" in refused.value.message
     assert [body["input"] for body in fake.requests] == [
         ["penguins huddle in winter"],
         ["tax forms are due in spring"],
