@@ -104,15 +104,14 @@ def _search(project: str, namespace: str, op: dict[str, Any]) -> Operation:
         namespace=namespace,
         **params,
     )
-    kept = [(row[0], row[1], _item(row)) for row in found]
     if wanted:
-        kept = [(path, key, item) for path, key, item in kept if _compare(item["value"], wanted)]
+        found = [row for row in found if _compare(json.loads(row[2]), wanted)]
     if query_vector is None:
-        return [item for _, _, item in kept[offset : offset + limit]]
+        return [_item(row) for row in found[offset : offset + limit]]
     indexed = yield from vectors.under(project, namespace, clause, params)
-    keys = [(path, key) for path, key, _ in kept]
+    keys = [(row[0], row[1]) for row in found]
     order = vectors.ranked(keys, indexed, query_vector)[offset : offset + limit]
-    return [{**kept[n][2], "score": score} for n, score in order]
+    return [{**_item(found[n]), "score": score} for n, score in order]
 
 
 def _check_condition(condition: Any) -> None:
