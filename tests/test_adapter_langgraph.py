@@ -1,6 +1,7 @@
 """LangGraph: the checkpointer against langgraph-checkpoint-conformance, the store side by side
-with LangGraph's InMemoryStore, and a graph that resumes in a second process after
-``interrupt()``; in process on every backend and through a gateway process."""
+with LangGraph's InMemoryStore (its semantic search: ``test_adapter_langgraph_search.py``),
+and a graph that resumes in a second process after ``interrupt()``; in process on every
+backend and through a gateway process."""
 
 from __future__ import annotations
 
@@ -96,12 +97,6 @@ async def test_store_matches_langgraphs_in_memory_store(target: Target) -> None:
     ]
     kept = await ours.aget(("users", "u1", "prefs"), "p1")
     assert kept is not None and kept.updated_at >= kept.created_at
-
-
-async def test_store_has_no_vector_search(target: Target) -> None:
-    store: BaseStore = target.adapter(GatewayStore)
-    with pytest.raises(NotImplementedError, match="no vector index"):
-        await store.asearch(("users",), query="tea")
 
 
 async def test_checkpoints_are_apart_from_messages_and_go_with_their_thread(

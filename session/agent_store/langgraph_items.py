@@ -3,7 +3,8 @@ a key, read and written in batches that run in one transaction.
 
 A batch's reads see the store as it was before the batch; its puts then apply in order, the
 last put of a (namespace, key) winning, as LangGraph's ``InMemoryStore`` does. Searches list
-items oldest first.
+items oldest first; a search with the vector of a query ranks them by it (see
+:mod:`.langgraph_vectors`), the items without vectors after the others.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 from typing import Any
 
 from ..sql import Operation, rows, run
+from . import langgraph_vectors as vectors
 from .errors import bad_request
 from .sql import check_key, json_text
 
@@ -92,6 +94,8 @@ def _search(project: str, namespace: str, op: dict[str, Any]) -> Operation:
         opening = prefix[:-1] + ","  # '["a"' + ',': the paths below ["a"]
         clause = " AND (path = :prefix OR substr(path, 1, :length) = :opening)"
         params = {"prefix": prefix, "length": len(opening), "opening": opening}
+    query = op.get("query_vector")
+    query_vector = None if query is None else vectors.decode(query, "query_vector")
     found = yield rows(
         "SELECT path, key, value, created_at, updated_at FROM lg_items"
         f" WHERE project = :project AND namespace = :namespace{clause}"
@@ -100,10 +104,14 @@ def _search(project: str, namespace: str, op: dict[str, Any]) -> Operation:
         namespace=namespace,
         **params,
     )
-    items = [_item(row) for row in found]
     if wanted:
-        items = [item for item in items if _compare(item["value"], wanted)]
-    return items[offset : offset + limit]
+        found = [row for row in found if _compare(json.loads(row[2]), wanted)]
+    if query_vector is None:
+        return [_item(row) for row in found[offset : offset + limit]]
+    indexed = yield from vectors.under(project, namespace, clause, params)
+    keys = [(row[0], row[1]) for row in found]
+    order = vectors.ranked(keys, indexed, query_vector)[offset : offset + limit]
+    return [{**_item(found[n]), "score": score} for n, score in order]
 
 
 def _check_condition(condition: Any) -> None:
@@ -165,11 +173,14 @@ def _put(project: str, namespace: str, op: dict[str, Any], now: float) -> Operat
         "key": check_key(op["key"], "key", empty=True),
     }
     value = op.get("value")
+    if value is not None and not isinstance(value, dict):
+        raise bad_request("A put's value is an object, or null to delete.")
+    yield from vectors.replace(
+        where, vectors.fields(op.get("vectors")) if value is not None else []
+    )
     if value is None:
         yield run(f"DELETE FROM lg_items WHERE {ITEM}", **where)
         return None
-    if not isinstance(value, dict):
-        raise bad_request("A put's value is an object, or null to delete.")
     yield run(
         "INSERT INTO lg_items (project, namespace, path, key, value, created_at, updated_at)"
         " VALUES (:project, :namespace, :path, :key, :value, :now, :now)"

@@ -92,9 +92,9 @@ class RemoteAgentStore:
             try:
                 response = self._sync_client.post(f"/calls/{_segment(name)}", json=args)
             except httpx.HTTPError as error:
-                failure = _transport_error(error)
+                failure = transport_error(error)
             else:
-                refused = _failure_of(response)
+                refused = failure_of(response)
                 if refused is None:
                     return response.json()["result"]
                 failure = refused
@@ -111,9 +111,9 @@ class RemoteAgentStore:
             try:
                 response = await self._client.request(method, path, json=json, params=query)
             except httpx.HTTPError as error:
-                failure = _transport_error(error)
+                failure = transport_error(error)
             else:
-                refused = _failure_of(response)
+                refused = failure_of(response)
                 if refused is None:
                     return None if response.status_code == 204 else response.json()
                 failure = refused
@@ -247,13 +247,13 @@ class RemoteAgentStore:
         return session_id
 
 
-def _transport_error(error: httpx.HTTPError) -> StoreError:
+def transport_error(error: httpx.HTTPError) -> StoreError:
     if isinstance(error, httpx.TimeoutException):
         return StoreError("TimeoutError", str(error) or "timed out", error=repr(error))
     return StoreError("NetworkError", str(error) or "network error", error=repr(error))
 
 
-def _failure_of(response: httpx.Response) -> StoreError | None:
+def failure_of(response: httpx.Response) -> StoreError | None:
     """``None`` for a success; the error to retry (429, 502 to 504); else raise it."""
     if response.status_code < 400:
         return None

@@ -301,6 +301,13 @@ MIGRATIONS: list[str] = [
     CREATE INDEX chunks_file ON chunks (store_id, file_id);
     CREATE INDEX chunks_words ON chunks USING GIN (words);
     """,
+    # LangGraph store items' vectors (float32, unit length), one per indexed field.
+    """
+    CREATE TABLE lg_item_vectors (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, path TEXT COLLATE "C" NOT NULL,
+        key TEXT COLLATE "C" NOT NULL, field TEXT NOT NULL, vector BYTEA NOT NULL,
+        PRIMARY KEY (project, namespace, path, key, field))
+    """,
 ]
 
 

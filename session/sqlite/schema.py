@@ -277,6 +277,12 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "CREATE INDEX chunks_file ON chunks (store_id, file_id)",
         "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, store_id UNINDEXED)",
     ),
+    (  # 22: LangGraph store items' vectors (float32, unit length), one per indexed field
+        """CREATE TABLE lg_item_vectors (
+        project TEXT NOT NULL, namespace TEXT NOT NULL, path TEXT NOT NULL,
+        key TEXT NOT NULL, field TEXT NOT NULL, vector BLOB NOT NULL,
+        PRIMARY KEY (project, namespace, path, key, field))""",
+    ),
 ]
 
 
