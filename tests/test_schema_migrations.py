@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlite_utils
 
 from session.sqlite.schema import MIGRATIONS as SQLITE_MIGRATIONS
 from session.sqlite.schema import migrate as migrate_sqlite
@@ -88,3 +89,33 @@ async def test_a_fresh_postgres_schema_matches_one_migrated_a_version_at_a_time(
         )
     assert fresh_schema == stepped_schema
     assert len(fresh_schema["columns"]) > 100
+
+
+def test_version_one_is_the_schema_sqlite_utils_writes(tmp_path: Path) -> None:
+    """Files the first releases made with sqlite-utils and files made fresh hold the same
+    version 1: the frozen DDL is what sqlite-utils writes for those tables."""
+    made = sqlite_utils.Database(tmp_path / "made.db")
+    made["responses"].create(  # type: ignore[union-attr]
+        {
+            "project": str,
+            "id": str,
+            "previous_response_id": str,
+            "conversation_id": str,
+            "created_at": float,
+            "completed_at": float,
+            "status": str,
+            "request": str,
+            "response": str,
+            "metadata": str,
+        },
+        pk=("project", "id"),
+        not_null={"project", "id", "created_at", "status", "request", "response", "metadata"},
+    )
+    for columns in (["project", "previous_response_id"], ["project", "conversation_id"]):
+        made["responses"].create_index(columns)  # type: ignore[union-attr]
+    made["responses"].create_index(["project", "created_at"])  # type: ignore[union-attr]
+    fresh = tmp_path / "fresh.db"
+    with closing(sqlite3.connect(fresh, isolation_level=None)) as conn:
+        migrate_sqlite(conn, up_to=1)
+    made.close()
+    assert _sqlite_schema(tmp_path / "made.db") == _sqlite_schema(fresh)

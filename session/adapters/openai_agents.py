@@ -17,7 +17,7 @@ from agents import Agent, RunState, TResponseInputItem
 from agents.memory import SessionABC, SessionSettings
 
 from ..agent_store import AgentStore, NewMessage, RemoteAgentStore
-from ..agent_store.sql import MAX_BATCH
+from ..agent_store.values import MAX_BATCH
 from ..store import SessionStore
 
 PAGE = 1000

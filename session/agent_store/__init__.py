@@ -4,13 +4,13 @@ from ..sql import drive_async
 from .converters import to_anthropic_messages, to_openai_input
 from .cursors import CursorKey
 from .errors import StoreError
-from .models import Conversation, Message, NewMessage, Page
+from .models import AgentConversation, Message, NewMessage, Page
 from .remote import RemoteAgentStore
 from .store import AgentStore, MemoryRunner, Runner, SQLiteRunner
 
 __all__ = [
+    "AgentConversation",
     "AgentStore",
-    "Conversation",
     "CursorKey",
     "MemoryRunner",
     "Message",

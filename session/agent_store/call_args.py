@@ -15,7 +15,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from .errors import StoreError, bad_request
-from .sql import storable
+from .values import storable
 
 STRICT = ConfigDict(strict=True, extra="forbid")
 SKIPPED = ("project", "namespace")

@@ -18,7 +18,7 @@ from ..sql import Operation
 from . import claude_ops, langgraph_items, langgraph_ops
 from .call_args import arguments_model, check_arguments
 from .errors import bad_request
-from .sql import check_id
+from .values import check_id
 
 
 @dataclass(frozen=True)

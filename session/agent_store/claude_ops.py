@@ -12,7 +12,7 @@ from typing import Any
 
 from ..sql import Operation, in_list, rows, run
 from .errors import bad_request
-from .sql import Int64, check_key, json_text
+from .values import Int64, check_key, json_text
 
 SESSION = (
     "project = :project AND namespace = :namespace AND project_key = :project_key"

@@ -18,7 +18,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import StoreError, bad_request
-from .sql import BIGINT_MAX, MAX_ID_BYTES, json_text
+from .values import BIGINT_MAX, MAX_ID_BYTES, json_text
 
 SECRET_NAME = "agent_store_cursors"
 MAX_CURSOR_CHARS = 1024

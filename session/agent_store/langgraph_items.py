@@ -15,7 +15,7 @@ from typing import Any
 from ..sql import Operation, rows, run
 from . import langgraph_vectors as vectors
 from .errors import bad_request
-from .sql import check_key, json_text
+from .values import check_key, json_text
 
 ITEM = "project = :project AND namespace = :namespace AND path = :path AND key = :key"
 OPERATORS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..sql import Operation, rows, run
 from .errors import bad_request
-from .sql import BIGINT_MAX, BIGINT_MIN, check_key, json_text
+from .values import BIGINT_MAX, BIGINT_MIN, check_key, json_text
 
 THREAD = "project = :project AND namespace = :namespace AND thread_id = :thread_id"
 CHECKPOINT = f"{THREAD} AND checkpoint_ns = :checkpoint_ns AND checkpoint_id = :checkpoint_id"

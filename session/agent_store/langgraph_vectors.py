@@ -19,7 +19,7 @@ from ..files.models import Candidate, SearchQuery
 from ..files.ranking import rank, vector_bytes
 from ..sql import Operation, Statement, rows, run, run_many
 from .errors import bad_request
-from .sql import check_key
+from .values import check_key
 
 ITEM = "project = :project AND namespace = :namespace AND path = :path AND key = :key"
 MAX_DIMENSIONS = 16384

@@ -11,7 +11,7 @@ from .cursors import Cursors, MessagePosition
 from .errors import bad_request, conflict, not_found
 from .models import Message, NewMessage, Page
 from .operations import later, touch
-from .sql import (
+from .values import (
     MAX_BATCH,
     MESSAGE_COLUMNS,
     check_id,

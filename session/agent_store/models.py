@@ -16,7 +16,7 @@ def iso(timestamp: float | None) -> str | None:
 
 
 @dataclass(frozen=True)
-class Conversation:
+class AgentConversation:
     conversation_id: str
     metadata: dict[str, Any]
     created_at: float

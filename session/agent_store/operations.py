@@ -10,8 +10,8 @@ from ..ids import new_id
 from ..sql import BYTEWISE, Operation, rows, run
 from .cursors import ConversationPosition, Cursors
 from .errors import bad_request, conflict, not_found
-from .models import Conversation, Page
-from .sql import check_id, check_metadata, json_text
+from .models import AgentConversation, Page
+from .values import check_id, check_metadata, json_text
 
 # -- conversations ---------------------------------------------------------------------
 
@@ -30,7 +30,7 @@ def get_conversation(project: str, conversation_id: str) -> Operation:
     if not found:
         return None
     metadata, created, updated, count, last = found[0]
-    return Conversation(
+    return AgentConversation(
         conversation_id, json.loads(metadata), float(created), float(updated), int(count),
         None if last is None else float(last),
     )  # fmt: skip
@@ -79,7 +79,7 @@ def list_conversations(project: str, limit: int, cursor: str | None, cursors: Cu
         limit=limit + 1,
     )
     items = [
-        Conversation(row[0], json.loads(row[1]), float(row[2]), float(row[3]), int(row[4]),
+        AgentConversation(row[0], json.loads(row[1]), float(row[2]), float(row[3]), int(row[4]),
                      None if row[5] is None else float(row[5]))
         for row in found[:limit]
     ]  # fmt: skip

@@ -17,7 +17,7 @@ import httpx
 
 from .calls import is_retried
 from .errors import STATUS, StoreError
-from .models import Conversation, Message, NewMessage, Page
+from .models import AgentConversation, Message, NewMessage, Page
 
 RETRIES = 3
 BACKOFF_SECONDS = 0.2
@@ -27,8 +27,8 @@ def _time(value: str | None) -> float | None:
     return None if value is None else datetime.fromisoformat(value).timestamp()
 
 
-def conversation_from_json(data: dict[str, Any]) -> Conversation:
-    return Conversation(
+def conversation_from_json(data: dict[str, Any]) -> AgentConversation:
+    return AgentConversation(
         data["conversationId"],
         data["metadata"],
         _time(data["createdAt"]) or 0.0,
@@ -125,12 +125,12 @@ class RemoteAgentStore:
 
     async def create_conversation(
         self, conversation_id: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> Conversation:
+    ) -> AgentConversation:
         body = {"conversationId": conversation_id, "metadata": metadata}
         data = await self._call("POST", "/conversations", retry=False, json=body)
         return conversation_from_json(data)
 
-    async def get_conversation(self, conversation_id: str) -> Conversation | None:
+    async def get_conversation(self, conversation_id: str) -> AgentConversation | None:
         try:
             data = await self._call(
                 "GET", f"/conversations/{_segment(conversation_id)}", retry=True
@@ -147,7 +147,7 @@ class RemoteAgentStore:
 
     async def update_conversation(
         self, conversation_id: str, metadata: dict[str, Any]
-    ) -> Conversation:
+    ) -> AgentConversation:
         path = f"/conversations/{_segment(conversation_id)}"
         data = await self._call("PATCH", path, retry=True, json={"metadata": metadata})
         return conversation_from_json(data)

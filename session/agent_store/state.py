@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from ..sql import Operation, rows, run
-from .sql import check_id, json_text
+from .values import check_id, json_text
 
 _WHERE = "project = :project AND conversation_id = :conversation_id AND key = :key"
 

@@ -16,7 +16,7 @@ from . import messages as message_ops
 from . import operations as ops
 from .cursors import CursorKey, Cursors
 from .errors import StoreError
-from .models import Conversation, Message, NewMessage, Page
+from .models import AgentConversation, Message, NewMessage, Page
 
 OperationFactory = Callable[[], Operation]
 
@@ -100,16 +100,16 @@ class AgentStore:
 
     async def create_conversation(
         self, conversation_id: str | None = None, metadata: dict[str, Any] | None = None
-    ) -> Conversation:
+    ) -> AgentConversation:
         now = store_time()
-        result: Conversation = await self._run(
+        result: AgentConversation = await self._run(
             lambda: ops.create_conversation(self.project, conversation_id, metadata, now),
             write=True,
         )
         return result
 
-    async def get_conversation(self, conversation_id: str) -> Conversation | None:
-        result: Conversation | None = await self._run(
+    async def get_conversation(self, conversation_id: str) -> AgentConversation | None:
+        result: AgentConversation | None = await self._run(
             lambda: ops.get_conversation(self.project, conversation_id), write=False
         )
         return result
@@ -124,9 +124,9 @@ class AgentStore:
 
     async def update_conversation(
         self, conversation_id: str, metadata: dict[str, Any]
-    ) -> Conversation:
+    ) -> AgentConversation:
         now = store_time()
-        result: Conversation = await self._run(
+        result: AgentConversation = await self._run(
             lambda: ops.update_conversation(self.project, conversation_id, metadata, now),
             write=True,
         )

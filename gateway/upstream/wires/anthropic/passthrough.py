@@ -17,8 +17,8 @@ from typing import Any
 
 from ....sealing import THINKING_PREFIX
 from ...base import Capabilities, Upstream, UpstreamStream
+from ...results import Item
 
-Item = dict[str, Any]
 PASSTHROUGH = "anthropic_passthrough"
 RAW_MESSAGE = "anthropic.message"  # a whole answer, as the provider sent it
 RAW_EVENT = "anthropic.event"  # one stream event, as the provider sent it

@@ -1,9 +1,7 @@
-"""What the agent Store's operations are made of, for SQLite and PostgreSQL alike.
-
-Each operation is a generator of statements (see :mod:`session.sql`): named placeholders,
-SQL both databases speak, so one body of logic runs under a synchronous driver (SQLite) and
-an asynchronous one (psycopg), always inside one transaction.
-"""
+"""The values the agent Store's operations take and keep: the limits and checks of their
+arguments (ids, keys, labels, metadata, 64-bit integers), JSON as stored, and a message
+read back from its row. The operations themselves are generators of statements (see
+:mod:`session.sql`) that SQLite and PostgreSQL both run."""
 
 from __future__ import annotations
 
