@@ -21,7 +21,7 @@ from ..errors import invalid_request, server_error
 from ..sealing import COMPACTION_PREFIX, Sealer
 from ..tracing import NO_TRACER, Tracer, begin, finish
 from ..upstream import TurnResult, Upstream
-from ..upstream.base import Replay, UpstreamStream
+from ..upstream.base import Replay, UpstreamStream, Wrapping
 
 PROMPT = """You compact the transcript of a working session between a user and an AI \
 assistant (often a coding agent with tools) so that the work can go on in a fresh context \
@@ -195,7 +195,7 @@ def compaction_object(output: list[Item], usage: Item | None) -> dict[str, Any]:
     }
 
 
-class CompactingUpstream:
+class CompactingUpstream(Wrapping):
     """An upstream whose answer is a compaction: for a ``compaction_trigger`` request to a
     model that cannot compact itself. It asks ``inner`` for the summary; its one output
     item is the sealed ``compaction`` item."""
@@ -203,9 +203,8 @@ class CompactingUpstream:
     def __init__(
         self, inner: Upstream, sealer: Sealer, project: str, tracer: Tracer = NO_TRACER
     ) -> None:
+        super().__init__(inner)
         self._tracer = tracer
-        self._inner = inner
-        self.capabilities = inner.capabilities
         self._sealer = sealer
         self._project = project
 
@@ -251,7 +250,7 @@ def compact_threshold(context_management: Any) -> int | None:
     return None
 
 
-class AutoCompacting:
+class AutoCompacting(Wrapping):
     """An upstream that first compacts a request's history (``context_management``): the
     model gets the user's messages and a summary in place of the rest, and the response
     starts with the sealed ``compaction`` item so a client can carry it on."""
@@ -265,9 +264,8 @@ class AutoCompacting:
         record_usage: Callable[[Item | None], Awaitable[None]],
         tracer: Tracer = NO_TRACER,
     ) -> None:
+        super().__init__(inner)
         self._tracer = tracer
-        self._inner = inner
-        self.capabilities = inner.capabilities
         self._sealer = sealer
         self._project = project
         self._history_count = history_count

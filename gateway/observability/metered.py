@@ -15,7 +15,7 @@ from opentelemetry.trace import INVALID_SPAN, Span
 
 from ..tracing import Step, begin, failed, finish
 from ..upstream import Event, TurnResult, Upstream, UpstreamError
-from ..upstream.base import NONE, Capabilities, UpstreamStream
+from ..upstream.base import NONE, Capabilities, UpstreamStream, Wrapping
 from ..upstream.errors import UpstreamRejected
 from ..upstream.results import Item
 from ..upstream.routing.prices import Price
@@ -162,7 +162,7 @@ async def watched(
         span.end()
 
 
-class MeteredUpstream:
+class MeteredUpstream(Wrapping):
     """An upstream whose every call is observed as :func:`watched` observes one, its
     capabilities (counting tokens, compacting) included."""
 
@@ -179,8 +179,8 @@ class MeteredUpstream:
         attempt: bool = False,
         target: AttemptTarget | None = None,
     ) -> None:
+        super().__init__(inner)
         self._target = target  # tracing on: each call is an attempt's span
-        self._inner = inner
         self._attempt = attempt  # a turn's only attempt: no routing counts it
         self._deployment = deployment
         self._key = key
@@ -190,7 +190,6 @@ class MeteredUpstream:
         self._model = model
         self._project = project
         offered = inner.capabilities
-        self.capabilities = offered
         if offered is not NONE:  # each call made on a capability is metered too
             count, compact = offered.count_input_tokens, offered.compact
             self.capabilities = Capabilities(

@@ -43,6 +43,15 @@ class Upstream(Protocol):
         ...
 
 
+class Wrapping:
+    """An upstream around another, ``inner``: it offers ``inner``'s capabilities unless it
+    sets its own, and changes what ``open`` does."""
+
+    def __init__(self, inner: Upstream) -> None:
+        self._inner = inner
+        self.capabilities: Capabilities = inner.capabilities
+
+
 class Replay:
     """An answer already complete (non-streamed) as the stream adapters yield.
 

@@ -19,7 +19,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 
 from ...tracing import NO_TRACER, Tracer
-from ..base import Replay, Upstream, UpstreamStream
+from ..base import Replay, Upstream, UpstreamStream, Wrapping
 from ..errors import UpstreamError
 from ..results import Event, Item, TurnResult, failed_result, summed_usage
 from .kind import Kind
@@ -28,7 +28,7 @@ from .step import Step
 MAX_MODEL_CALLS = 100  # past this many in one turn, the functions are no longer offered
 
 
-class HostedUpstream:
+class HostedUpstream(Wrapping):
     """``inner`` with the request's tools of ``kinds`` run by the gateway (see the module)."""
 
     def __init__(
@@ -38,9 +38,8 @@ class HostedUpstream:
         max_turn_seconds: float,
         tracer: Tracer = NO_TRACER,
     ) -> None:
+        super().__init__(inner)
         self._tracer = tracer
-        self._inner = inner
-        self.capabilities = inner.capabilities
         self._kinds = kinds
         self._seconds = max_turn_seconds
 

@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from ....sealing import THINKING_PREFIX
-from ...base import Capabilities, Upstream, UpstreamStream
+from ...base import Capabilities, Upstream, UpstreamStream, Wrapping
 from ...results import Item
 
 PASSTHROUGH = "anthropic_passthrough"
@@ -90,12 +90,11 @@ def beta_header(configured: str | None, sent: Item) -> str | None:
     return ",".join(names) or None
 
 
-class WithoutPassthrough:
+class WithoutPassthrough(Wrapping):
     """An upstream of another wire: it gets the translation alone."""
 
     def __init__(self, inner: Upstream) -> None:
-        self._inner = inner
-        self.capabilities: Capabilities = inner.capabilities
+        super().__init__(inner)
         if inner.capabilities.count_input_tokens is not None:
             count = inner.capabilities.count_input_tokens
 
