@@ -26,6 +26,7 @@ from gateway.config import GatewayConfig, load_config, parse_config
 from .markdown_examples import REPO, Example, anchors, code_spans, examples, links, markdown_files
 from .servers import loopback_socket, serve
 from .test_codex_cli import codex, run_codex  # noqa: F401
+from .test_layers import LAYERS
 
 pytestmark = [pytest.mark.unit]
 
@@ -221,6 +222,18 @@ def test_the_architecture_names_files_that_exist() -> None:
     ]
     assert named
     assert [path for path in named if not (REPO / path).exists()] == []
+
+
+def test_the_architecture_has_the_layers_the_layer_test_keeps() -> None:
+    """The table's layers and the order the text gives are ``tests/test_layers.py``'s."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    section = text.split("## The layers", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1].strip() for line in section.splitlines() if line.startswith("| ")]
+    ranked = {name for name, rank in LAYERS.items() if rank > 0}
+    assert set(rows[1:]) == ranked | {"session"}  # after the header row
+    order = section.split("in this order:", 1)[1].split("then", 1)[0]
+    named = re.findall(r"`(\w+)`", order)
+    assert named == sorted(ranked, key=lambda name: (-LAYERS[name], named.index(name)))
 
 
 TOML = [pytest.param(e, id=e.name) for e in ALL_EXAMPLES if e.language == "toml"]
