@@ -3,8 +3,9 @@ frames on the Chat Completions and Responses wires, each under the suite's own i
 
 Every answer is a complete ``ResponseResource`` (every field the spec requires, the SDK's
 strict types) with the status and items the suite expects, and every streamed event is
-typed. The fake upstream makes the tool call the suite asks for: offered ``get_weather`` and
-asked by the user, it calls it; so the cases need no script and may run in any order.
+typed. The fake upstreams make the tool call the suite asks for: offered ``get_weather`` and
+asked by the user, they call it; so the cases need no script and may run in any order. The
+Messages wire (a Claude deployment) is run too.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from gateway import create_app
 
 from .conftest import gateway_config
 from .console_data import PIXEL
-from .fake_upstream import FakeUpstream, Reply
+from .fake_anthropic import ANTHROPIC_KEY, AnthropicReply, FakeAnthropic
+from .fake_upstream import UPSTREAM_KEY, FakeUpstream, Reply
 from .servers import serve
 from .test_response_object import assert_complete
 from .test_websocket import TERMINAL, ws_url
@@ -53,7 +55,7 @@ SUITE = {
     "compact-response": "Compaction Endpoint",
     "compact-missing-model": "Compaction Missing Required Model",
 }
-MODELS = ["chat-model", "resp-model"]
+MODELS = ["chat-model", "resp-model", "claude"]
 EVENTS: TypeAdapter[Any] = TypeAdapter(ResponseStreamEvent)
 WEATHER = {
     "type": "function",
@@ -94,10 +96,28 @@ class ToolCallingUpstream(FakeUpstream):
         return Reply(tool_calls=[(call, "get_weather", SF)], finish_reason="tool_calls")
 
 
-class Suite:
-    """The gateway against :class:`ToolCallingUpstream`, over real HTTP."""
+class ToolCallingClaude(FakeAnthropic):
+    """The fake Messages API, which calls ``get_weather`` as :class:`ToolCallingUpstream`."""
 
-    def __init__(self, url: str, fake: ToolCallingUpstream) -> None:
+    def _accept(self, request: Any, body: Any) -> tuple[dict[str, Any], AnthropicReply]:
+        with self._lock:
+            scripted = bool(self.replies)
+        body, reply = super()._accept(request, body)
+        last = body["messages"][-1]
+        blocks = last["content"] if isinstance(last["content"], list) else []
+        answered = any(block.get("type") == "tool_result" for block in blocks)
+        offered = [tool.get("name") for tool in body.get("tools") or []]
+        if scripted or "get_weather" not in offered or last["role"] != "user" or answered:
+            return body, reply
+        location = json.loads(SF)
+        return body, AnthropicReply(tool_uses=[("toolu_weather", "get_weather", location)])
+
+
+class Suite:
+    """The gateway against :class:`ToolCallingUpstream` and :class:`ToolCallingClaude`,
+    over real HTTP; ``fake`` is the upstream of the model under test."""
+
+    def __init__(self, url: str, fake: FakeUpstream | FakeAnthropic) -> None:
         self.url = url
         self.fake = fake
 
@@ -174,8 +194,9 @@ def assistant(text: str, phase: str | None = None) -> dict[str, Any]:
     return item if phase is None else {**item, "phase": phase}
 
 
-def sent_text(fake: FakeUpstream) -> str:
-    return json.dumps(fake.last.get("messages") or fake.last.get("input"))
+def sent_text(fake: FakeUpstream | FakeAnthropic) -> str:
+    """What the upstream received last, as JSON."""
+    return json.dumps(fake.last)
 
 
 # -- the cases, one per test of the suite ---------------------------------------------------
@@ -200,6 +221,7 @@ def response_output_phase_schema(suite: Suite, model: str) -> None:
     as a Responses upstream made it, or as a chat client's phased items read back."""
     phased = [("msg_c", "commentary", "I am checking."), ("msg_f", "final_answer", "Four.")]
     if model == "resp-model":
+        assert isinstance(suite.fake, FakeUpstream)
         suite.fake.script(
             Reply(
                 items=[
@@ -360,7 +382,7 @@ def image_input(suite: Suite, model: str) -> None:
     ]
     message = {"type": "message", "role": "user", "content": content}
     completed(suite.create({"model": model, "input": [message]}))
-    assert PIXEL in sent_text(suite.fake)
+    assert PIXEL.split(",")[1] in sent_text(suite.fake)  # a data URL, or its base64 alone
 
 
 def multi_turn(suite: Suite, model: str) -> None:
@@ -418,18 +440,45 @@ CASES: dict[str, Callable[[Suite, str], None]] = {
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[tuple[ToolCallingUpstream, str]]:
-    fake = ToolCallingUpstream()
-    with serve(fake.app) as url:
-        yield fake, url
+def upstreams() -> Iterator[tuple[ToolCallingUpstream, ToolCallingClaude, str, str]]:
+    fake, claude = ToolCallingUpstream(), ToolCallingClaude()
+    with serve(fake.app) as url, serve(claude.app) as claude_url:
+        yield fake, claude, url, claude_url
+
+
+@pytest.fixture(params=MODELS)
+def model(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
 
 
 @pytest.fixture
-def suite(upstream: tuple[ToolCallingUpstream, str], tmp_path: Path) -> Iterator[Suite]:
-    fake, url = upstream
+def suite(
+    upstreams: tuple[ToolCallingUpstream, ToolCallingClaude, str, str],
+    tmp_path: Path,
+    model: str,
+) -> Iterator[Suite]:
+    fake, claude, url, claude_url = upstreams
     fake.reset()
-    with serve(create_app(gateway_config(url, tmp_path / "sessions.db"))) as gateway_url:
-        yield Suite(gateway_url, fake)
+    claude.reset()
+    wire = {"base_url": f"{url}/v1", "api_key": UPSTREAM_KEY}
+    config = gateway_config(
+        url,
+        tmp_path / "sessions.db",
+        providers={
+            "fake-chat": {"wire_api": "chat_completions", **wire},
+            "fake-responses": {"wire_api": "responses", **wire},
+            "claude": {"wire_api": "anthropic", "base_url": claude_url, "api_key": ANTHROPIC_KEY},
+            "echo": {"wire_api": "echo"},
+        },
+        models={
+            "chat-model": {"provider": "fake-chat", "upstream_model": "upstream-chat"},
+            "resp-model": {"provider": "fake-responses", "upstream_model": "upstream-resp"},
+            "claude": {"provider": "claude", "upstream_model": "claude-sonnet-4-5"},
+        },
+    )
+    with serve(create_app(config)) as gateway_url:
+        yield Suite(gateway_url, claude if model == "claude" else fake)
 
 
 def test_every_test_of_the_suite_has_its_case() -> None:
@@ -437,13 +486,11 @@ def test_every_test_of_the_suite_has_its_case() -> None:
     assert len(SUITE) == 17
 
 
-@pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize("case", SUITE)
 def test_the_case_passes(suite: Suite, model: str, case: str) -> None:
     CASES[case](suite, model)
 
 
-@pytest.mark.parametrize("model", MODELS)
 def test_the_suite_run_at_once_passes(suite: Suite, model: str) -> None:
     """The suite sends its tests all at once: every case at the same time, on one gateway."""
     failures: dict[str, BaseException] = {}
@@ -472,22 +519,21 @@ def test_the_suite_run_at_once_passes(suite: Suite, model: str) -> None:
     assert not failures, {case: repr(error) for case, error in failures.items()}
 
 
-def test_a_streamed_tool_call_has_its_argument_events(suite: Suite) -> None:
+def test_a_streamed_tool_call_has_its_argument_events(suite: Suite, model: str) -> None:
     asked = [user("What's the weather like in San Francisco?")]
-    for model in MODELS:
-        events, _ = suite.streamed({"model": model, "input": asked, "tools": [WEATHER]})
-        kinds = [e["type"] for e in events]
-        assert "response.function_call_arguments.delta" in kinds
-        assert "response.function_call_arguments.done" in kinds
-        for kind in ("response.output_item.added", "response.output_item.done"):
-            assert any(e["type"] == kind and e["item"]["type"] == "function_call" for e in events)
+    events, _ = suite.streamed({"model": model, "input": asked, "tools": [WEATHER]})
+    kinds = [e["type"] for e in events]
+    assert "response.function_call_arguments.delta" in kinds
+    assert "response.function_call_arguments.done" in kinds
+    for kind in ("response.output_item.added", "response.output_item.done"):
+        assert any(e["type"] == kind and e["item"]["type"] == "function_call" for e in events)
 
 
-def test_previous_response_id_recalls_the_first_turn(suite: Suite) -> None:
-    first = suite.create({"model": "chat-model", "input": [user("Code word: papaya.")]})
+def test_previous_response_id_recalls_the_first_turn(suite: Suite, model: str) -> None:
+    first = suite.create({"model": model, "input": [user("Code word: papaya.")]})
     second = suite.create(
-        {"model": "chat-model", "input": [user("Which?")], "previous_response_id": first["id"]}
+        {"model": model, "input": [user("Which?")], "previous_response_id": first["id"]}
     )
     completed(second)
-    sent = [m["content"] for m in suite.fake.last["messages"]]
-    assert sent[0] == "Code word: papaya." and sent[-1] == "Which?"
+    sent = sent_text(suite.fake)
+    assert sent.index("Code word: papaya.") < sent.index("Which?")
