@@ -516,6 +516,7 @@ def test_the_suite_run_at_once_passes(suite: Suite, model: str) -> None:
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
+    assert not [thread for thread in threads if thread.is_alive()], "a case did not end"
     assert not failures, {case: repr(error) for case, error in failures.items()}
 
 
