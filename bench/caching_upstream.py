@@ -126,15 +126,26 @@ class CachingUpstream:
         return StreamingResponse(self._events(response), media_type="text/event-stream")
 
     async def compact(self, request: Request) -> Response:
-        """Compacts into an item only this account can read; another's reasoning is refused."""
+        """Compacts into an item only this account can read; a model in ``failing`` answers 500."""
         body = await request.json()
         account = self._account(request)
         with self._lock:
             self.requests.append((account, body))
+        if body["model"] in self.failing:
+            return JSONResponse({"error": {"message": "down", "type": "server_error"}}, 500)
         item = {"id": "cmp_1", "type": "compaction", "encrypted_content": f"enc:{account}:cmp"}
         usage = {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7}
         return JSONResponse({"id": "resp_cmp", "object": "response.compaction", "created_at": 1,
                              "output": [item], "usage": usage})  # fmt: skip
+
+    async def input_tokens(self, request: Request) -> Response:
+        """Counts the input's tokens as an answer would."""
+        body = await request.json()
+        account = self._account(request)
+        with self._lock:
+            self.requests.append((account, body))
+        counted = sum(tokens(item) for item in body["input"])
+        return JSONResponse({"object": "response.input_tokens", "input_tokens": counted})
 
     @staticmethod
     async def _events(response: dict[str, Any]) -> AsyncIterator[bytes]:
@@ -163,5 +174,6 @@ class CachingUpstream:
             routes=[
                 Route("/v1/responses", self.responses, methods=["POST"]),
                 Route("/v1/responses/compact", self.compact, methods=["POST"]),
+                Route("/v1/responses/input_tokens", self.input_tokens, methods=["POST"]),
             ]
         )

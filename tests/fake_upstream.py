@@ -45,6 +45,9 @@ class Reply:
     service_tier: str | None = None  # the tier the answer says served it
     # A Responses stream's own events, sent after its items' events, before its end
     extra_events: list[dict[str, Any]] = field(default_factory=list)
+    # A Responses upstream's output items given whole (a hosted tool's, phased messages),
+    # before the text's message; streamed as added then done
+    items: list[dict[str, Any]] = field(default_factory=list)
 
     def pieces(self, text: str, count: int = 3) -> list[str]:
         """``text`` as streamed: in ``count`` pieces, or in pieces of ``piece_chars``."""
@@ -348,8 +351,8 @@ class FakeUpstream:
         }
         if reply.phase is not None:
             item["phase"] = reply.phase
-        said = reply.text is not None or not (reply.tool_calls or reply.reasoning)
-        output = [*self._reasoning_items(reply), *([item] if said else [])]
+        said = reply.text is not None or not (reply.tool_calls or reply.reasoning or reply.items)
+        output = [*self._reasoning_items(reply), *reply.items, *([item] if said else [])]
         output += [
             {
                 "id": f"fc_upstream_{n}",
@@ -414,6 +417,9 @@ class FakeUpstream:
         """The stream events of one output item: added, its deltas, done."""
         at = {"item_id": item["id"], "output_index": index}
         kind = item["type"]
+        if item in reply.items:
+            added = {"type": "response.output_item.added", "output_index": index, "item": item}
+            return [added, {**added, "type": "response.output_item.done"}]
         opened = {**item, "status": "in_progress"}
         if kind == "message":
             opened["content"] = []

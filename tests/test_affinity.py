@@ -281,6 +281,54 @@ def test_a_chain_compacts_with_the_key_that_can_replay_its_reasoning(
     assert len(reasoning) == 3 and all(r.startswith(f"enc:{account}:") for r in reasoning)
 
 
+def test_a_compaction_and_a_count_go_where_the_chains_prompt_cache_is(
+    upstream: tuple[CachingUpstream, str], tmp_path: Path
+) -> None:
+    fake, url = upstream
+    fake.reasoning = False  # no account-bound item: affinity alone says where the chain is
+    raw = bench.gateway_config(url, tmp_path / "s.db")
+    with serve(create_app(parse_config(raw, env={}))) as gateway:
+        turns = bench.chain(gateway, fake, 4)
+        place = fake.requests[-1]
+        compacted = httpx.post(
+            f"{gateway}/v1/responses/compact",
+            json={
+                "model": "agent",
+                "input": "go on",
+                "previous_response_id": turns[-1].response_id,
+            },
+        )
+        assert compacted.status_code == 200, compacted.text
+        counted = httpx.post(
+            f"{gateway}/v1/responses/compact",
+            json={
+                "model": "agent",
+                "input": "again",
+                "previous_response_id": turns[-1].response_id,
+            },
+        )
+        assert counted.status_code == 200, counted.text
+    assert {(a, b["model"]) for a, b in fake.requests[-2:]} == {(place[0], place[1]["model"])}
+
+
+def test_a_compaction_falls_back_as_a_turn_does(
+    upstream: tuple[CachingUpstream, str], tmp_path: Path
+) -> None:
+    fake, url = upstream
+    config = parse_config(accounts_config(url, tmp_path / "s.db"), env={})
+    with serve(create_app(config)) as gateway:
+        fake.failing.add("model-first")
+        compacted = httpx.post(
+            f"{gateway}/v1/responses/compact", json={"model": "primary", "input": "summarise"}
+        )
+        fallbacks = metric(gateway, "gateway_routing_events_total", event="fallback")
+    assert compacted.status_code == 200, compacted.text
+    assert [body["model"] for _, body in fake.requests] == ["model-first", "model-second"]
+    [item] = compacted.json()["output"]
+    assert item["type"] == "compaction"
+    assert fallbacks == 1
+
+
 @pytest.mark.parametrize("store", [True, False])
 def test_a_chain_on_one_websocket_keeps_its_place(
     upstream: tuple[CachingUpstream, str], tmp_path: Path, store: bool

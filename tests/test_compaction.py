@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from gateway import create_app
-from gateway.context.compaction import PROMPT, SUMMARY_FRAME, expand
+from gateway.context.compaction import PROMPT, SUMMARY_FRAME, expand, is_ours
 from gateway.sealing import Sealer
 
 from .conftest import Gateway, gateway_config
@@ -211,3 +211,33 @@ def test_context_management_compacts_past_its_threshold(gateway: Gateway, stream
     (sent,) = gateway.fake.requests  # below the threshold now: no second summary
     roles = [m["role"] for m in sent["messages"]]
     assert roles == ["user"] * 6 + ["assistant", "user"]
+
+
+@pytest.mark.parametrize("weights", [(1e6, 1e-6), (1e-6, 1e6)], ids=["responses", "chat"])
+def test_a_model_on_a_responses_and_a_chat_deployment_is_compacted_by_the_gateway(
+    fake_upstream: tuple[FakeUpstream, str], tmp_path: Path, weights: tuple[float, float]
+) -> None:
+    """Either deployment may answer, so neither compacts by itself: the gateway summarises,
+    the same way whichever answers."""
+    fake, url = fake_upstream
+    deployments = [
+        {"provider": "fake-responses", "upstream_model": "upstream-resp", "weight": weights[0]},
+        {"provider": "fake-chat", "upstream_model": "upstream-chat", "weight": weights[1]},
+    ]
+    config = gateway_config(url, tmp_path / "s.db", models={"mixed": {"deployments": deployments}})
+    with serve(create_app(config)) as gateway:
+        fake.script(Reply(text=SUMMARY))
+        answer = httpx.post(
+            f"{gateway}/v1/responses/compact", json={"model": "mixed", "input": "the plan"}
+        )
+        assert answer.status_code == 200, answer.text
+        fake.script(Reply(text=SUMMARY))
+        asked = {"type": "message", "role": "user", "content": "the plan"}
+        trigger = {"model": "mixed", "input": [asked, {"type": "compaction_trigger"}]}
+        triggered = post(gateway, trigger)
+        assert triggered.status_code == 200, triggered.text
+    for compacted in (answer.json(), triggered.json()):
+        [item] = [i for i in compacted["output"] if i["type"] == "compaction"]
+        assert is_ours(item)
+    assert not [r for r in fake.requests if "compaction_trigger" in json.dumps(r)]
+    assert all(PROMPT[:40] in json.dumps(r) for r in fake.requests)

@@ -13,6 +13,7 @@ import yaml
 
 from gateway import create_app, load_config
 
+from .fake_upstream import FakeUpstream
 from .servers import run_cli as gateway
 from .servers import serve
 
@@ -144,3 +145,27 @@ def test_a_managed_key_with_a_token_budget_is_stopped_once_it_is_used(tmp_path: 
     error = stopped.json()["error"]
     assert error["code"] == "insufficient_quota" and "budget of 3 tokens" in error["message"]
     assert key_id in listed
+
+
+def test_usage_gives_each_rows_prompt_cache_hit_rate(
+    tmp_path: Path, fake_upstream: tuple[FakeUpstream, str]
+) -> None:
+    """The fake provider reads 3 of each request's 11 input tokens from its cache."""
+    _, upstream = fake_upstream
+    provider = {"wire_api": "chat_completions", "base_url": f"{upstream}/v1", "api_key": "sk-x"}
+    config = write_config(
+        tmp_path,
+        auth={"mode": "none"},
+        providers={"fake": provider},
+        default_provider="fake",
+    )
+    with serve(create_app(load_config(config))) as url:
+        for text in ("one", "two"):
+            answer = httpx.post(f"{url}/v1/responses", json={"model": "m", "input": text})
+            assert answer.status_code == 200, answer.text
+    usage = gateway("usage", "--config", config)
+    assert usage.returncode == 0, usage.stderr
+    header, row = (line.split() for line in usage.stdout.splitlines())
+    by_column = dict(zip(header, row, strict=True))
+    assert (by_column["INPUT"], by_column["CACHED"]) == ("22", "6")
+    assert by_column["HIT_RATE"] == "27.3%"

@@ -48,6 +48,19 @@ RELAYED: list[dict[str, Any]] = [
     | {"delta": "x"},
     {"type": "response.shell_call_command.delta", "item_id": "sh_1", "output_index": 1}
     | {"command_index": 0, "delta": "ls"},
+    {"type": "response.shell_call_output_content.delta", "item_id": "sh_1", "output_index": 1}
+    | {"command_index": 0, "delta": {"stdout": "a.txt"}},
+    {"type": "response.shell_call_output_content.done", "item_id": "sh_1", "output_index": 1}
+    | {
+        "command_index": 0,
+        "output": [
+            {"outcome": {"type": "exit", "exit_code": 0}} | {"stdout": "a.txt", "stderr": ""}
+        ],
+    },
+    {"type": "response.reasoning_summary_part.added", "item_id": "rs_1", "output_index": 1}
+    | {"summary_index": 0, "part": {"type": "summary_text", "text": ""}},
+    {"type": "response.reasoning_summary_part.done", "item_id": "rs_1", "output_index": 1}
+    | {"summary_index": 0, "part": {"type": "summary_text", "text": "Thought."}},
     # the response's own audio, about no one item
     {"type": "response.audio.delta", "delta": "aGk="},
     {"type": "response.audio.done"},
@@ -96,3 +109,42 @@ def test_every_type_of_the_union_is_made_or_relayed() -> None:
         if kind not in MADE_HERE | relayed and "output_index" not in member.model_fields
     ]
     assert unplaced == []
+
+
+# Types whose events the fake upstream's own items already stream (added, parts, text).
+ITEM_EVENTS = {
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.output_text.delta",
+    "response.output_text.done",
+}
+SCALARS: dict[Any, Any] = {str: "x", int: 0, float: 0.0, bool: False, object: {}}
+
+
+def scalar_events() -> list[dict[str, Any]]:
+    """An event of each type of the union that is neither made here nor written above,
+    built from its required fields, all of them plain values."""
+    made: list[dict[str, Any]] = []
+    for kind, member in union_members().items():
+        if kind in MADE_HERE | ITEM_EVENTS | {e["type"] for e in RELAYED}:
+            continue
+        event: dict[str, Any] = {"type": kind}
+        for name, field in member.model_fields.items():
+            if field.is_required() and name not in ("type", "sequence_number"):
+                event[name] = MESSAGE if name == "item_id" else SCALARS[field.annotation]
+        made.append(event)
+    return made
+
+
+@pytest.mark.parametrize("event", scalar_events(), ids=lambda e: e["type"])
+def test_every_other_type_of_the_union_is_relayed_unchanged(
+    gateway: Gateway, event: dict[str, Any]
+) -> None:
+    test_a_responses_upstreams_event_is_relayed_unchanged(gateway, event)
+
+
+def test_the_union_is_covered_type_by_type() -> None:
+    covered = MADE_HERE | ITEM_EVENTS | {e["type"] for e in [*RELAYED, *scalar_events()]}
+    assert covered == set(union_members())

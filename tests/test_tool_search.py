@@ -142,3 +142,56 @@ def test_a_streamed_search_call_is_the_native_item(gateway: Gateway) -> None:
     assert [item.type for item in done] == ["tool_search_call"]
     final = events[-1].response  # type: ignore[union-attr]
     assert final.output[0].arguments == {"query": "refund an order"}
+
+
+HOSTED: Any = [{"type": "tool_search"}, DEFERRED]
+SEARCHED: list[dict[str, Any]] = [
+    {
+        "id": "tsc_upstream",
+        "type": "tool_search_call",
+        "execution": "server",
+        "call_id": None,
+        "arguments": {"query": "refund"},
+        "status": "completed",
+    },
+    {
+        "id": "tso_upstream",
+        "type": "tool_search_output",
+        "execution": "server",
+        "call_id": None,
+        "status": "completed",
+        "tools": [DEFERRED],
+    },
+]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_search_a_responses_upstream_runs_passes_through_and_is_replayed(
+    gateway: Gateway, stream: bool
+) -> None:
+    """The provider searches its own deferred tools: its items come back typed, under the
+    gateway's ids, and go back to it on the next turn as it made them."""
+    client = gateway.client()
+    gateway.fake.script(Reply(text="Refunded.", items=SEARCHED), Reply(text="Done."))
+    asked: Any = {"model": "resp-model", "input": "Refund order 7.", "tools": HOSTED}
+    if stream:
+        with client.responses.stream(**asked) as events:
+            kinds = [(e.type, getattr(e, "item", None)) for e in events]
+            first = events.get_final_response()
+        added = [item.type for kind, item in kinds if kind == "response.output_item.added"]
+        assert added == ["tool_search_call", "tool_search_output", "message"]
+    else:
+        first = client.responses.create(**asked)
+    assert gateway.fake.last["tools"] == HOSTED
+    call, output, message = first.output
+    assert call.type == "tool_search_call" and output.type == "tool_search_output"
+    assert (call.execution, call.arguments) == ("server", {"query": "refund"})
+    assert output.tools[0].model_dump(exclude_none=True) == DEFERRED
+    assert message.type == "message" and first.output_text == "Refunded."
+    assert not {call.id, output.id} & {"tsc_upstream", "tso_upstream"}
+    second = client.responses.create(
+        model="resp-model", input="And order 8?", previous_response_id=first.id, tools=HOSTED
+    )
+    assert second.output_text == "Done."
+    replayed = [item for item in gateway.fake.last["input"] if item["type"].startswith("tool_")]
+    assert replayed == [{k: v for k, v in item.items() if k != "id"} for item in SEARCHED]

@@ -21,6 +21,7 @@ from ..context.tokens import TokenCounter
 from ..errors import invalid_request
 from ..sealing import Sealer
 from ..upstream import Upstream
+from ..upstream.results import complete_usage
 from .stateless import stateless_request
 
 
@@ -56,7 +57,10 @@ async def compact(
     if upstream.capabilities.compact is not None:  # the upstream compacts by itself
         answer = await upstream.capabilities.compact(request)
         usage = answer.get("usage")
-        return answer, usage if isinstance(usage, dict) else None
+        if not isinstance(usage, dict):
+            return answer, None
+        usage = complete_usage(usage)  # with the details a strict client requires
+        return {**answer, "usage": usage}, usage
     summary, usage = await summarise(upstream, route.upstream_model, items)
     users = [item for item in [*context.history, *context.own] if not is_ours(item)]
     return compaction_object(compacted_output(sealer, project, users, summary), usage), usage

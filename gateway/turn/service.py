@@ -132,8 +132,8 @@ class ResponsesService:
     async def compact(self, body: CreateResponseBody, project: str) -> dict[str, Any]:
         """``POST /v1/responses/compact``: the compacted window of the request's context."""
         route = self.upstreams.route(body.model)
-        context = await self._resolve(body, project)
-        upstream = self.upstreams.upstream(route, body.model, project, context.items)
+        context, parent_route = await self._resolve(body, project)
+        upstream = await self._context_upstream(body, body.model, project, context, parent_route)
         answer, usage = await compact(body, route, upstream, context, self.sealer, project)
         await self.record_usage(project, body.model, usage)
         return answer
@@ -141,23 +141,48 @@ class ResponsesService:
     async def count_input_tokens(self, body: InputTokensBody, project: str) -> int:
         """``POST /v1/responses/input_tokens``: the tokens of the whole resolved context."""
         route = self.upstreams.route(body.model) if body.model is not None else None
-        context = await self._resolve(body, project)
-        upstream = (
-            self.upstreams.upstream(route, body.model, project, context.items)
-            if route and body.model
-            else None
-        )
+        context, parent_route = await self._resolve(body, project)
+        upstream = None
+        if body.model is not None:
+            upstream = await self._context_upstream(
+                body, body.model, project, context, parent_route
+            )
         return await count_input_tokens(body, route, upstream, context, self.token_counter)
+
+    async def _context_upstream(
+        self,
+        body: CreateResponseBody,
+        model: str,
+        project: str,
+        context: Context,
+        parent_route: Item | None,
+    ) -> Upstream:
+        """Who compacts or counts a context: the model's deployments routed as its turns
+        are (the chain's, conversation's or ``prompt_cache_key``'s place and the key that can
+        replay its reasoning first; retries, cooldowns and fallbacks after)."""
+        await self.upstreams.cooldowns.refresh()
+        sticky = await self.upstreams.sticky(
+            model,
+            project,
+            context.items,
+            parent_route,
+            body.conversation_id,
+            body.prompt_cache_key,
+        )
+        return self.upstreams.routed(model, project, sticky)
 
     async def history(self, body: CreateResponseBody, project: str) -> list[Item]:
         """The items that precede this request's input: its chain or its conversation."""
         return (await self._history_and_types(body, project))[0]
 
-    async def _resolve(self, body: CreateResponseBody, project: str) -> Context:
-        """The request's context as a turn would see it."""
-        history = await self.history(body, project)
+    async def _resolve(self, body: CreateResponseBody, project: str) -> tuple[Context, Item | None]:
+        """The request's context as a turn would see it, and how its chain's newest turn
+        was routed."""
+        history, _, parent_route = await self._history_and_types(body, project)
         own = normalise_input(body.input)
-        return Context(history, own, model_context(self.sealer, project, history, own))
+        return Context(
+            history, own, model_context(self.sealer, project, history, own)
+        ), parent_route
 
     async def _history_and_types(
         self, body: CreateResponseBody, project: str

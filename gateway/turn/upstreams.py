@@ -87,20 +87,6 @@ class Upstreams:
             found += [r.provider for r in self.config.routes(name) if r.provider not in found]
         return found
 
-    def upstream(
-        self, route: Route, model: str, project: str, items: list[Item] | None = None
-    ) -> MeteredUpstream:
-        """The adapter for ``route`` (with its provider's first key, or the key that can
-        replay the newest account-bound item of ``items``), every call of it metered
-        under ``model``, ``project``."""
-        keys = route.provider.api_keys
-        index = 0
-        if items and len(keys) > 1:
-            origin = bound_origin(self.sealer, project, items)
-            index = next((n for n, k in enumerate(keys) if origin_of(route, k.key) == origin), 0)
-        key = keys[index] if keys else None
-        return self._attempt(Candidate(model, route, key, index), project)
-
     def _attempt(
         self, candidate: Candidate, project: str, *, only: bool = False
     ) -> MeteredUpstream:

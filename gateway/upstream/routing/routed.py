@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ...config import GatewayConfig, Route
 from ...routing_settings import ProviderKey, RetrySettings
@@ -36,6 +36,7 @@ from ..errors import (
 from ..results import Event, Item, TurnResult
 from .cooldowns import Cooldowns
 
+T = TypeVar("T")
 RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 529})
 BACKOFF_SECONDS = 0.25
 
@@ -163,6 +164,13 @@ class Answered(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Failed:
+    """Why no candidate of a plan answered."""
+
+    error: Exception
+
+
 @dataclass
 class _Opened:
     """A candidate's answer: its stream, open in ``stack``, and what was read of it."""
@@ -198,39 +206,83 @@ class RoutedUpstream:
         # "retry" (detail: the failed attempt's outcome), "cooldown", "fallback"
         self._observe = observe
         self._sleep = sleep
-        first = plans[0][0]
-        self.capabilities: Capabilities = opener(first).capabilities
+        self.capabilities = self._routed_capabilities()
         self.attempts: list[Attempt] = []
+
+    def _routed_capabilities(self) -> Capabilities:
+        """Counting and compacting routed like answers (the same candidates, retries,
+        cooldowns and fallbacks), where every deployment the plans may reach can do them:
+        else the gateway does them itself, the same way whichever deployment answers."""
+        reached = {c.route.deployment: c for p in [*self._plans, *self._context_plans] for c in p}
+        offered = [self._opener(candidate).capabilities for candidate in reached.values()]
+        return Capabilities(
+            count_input_tokens=self._count if all(c.count_input_tokens for c in offered) else None,
+            compact=self._compact if all(c.compact for c in offered) else None,
+        )
+
+    async def _count(self, request: Item) -> int:
+        async def count(candidate: Candidate) -> int:
+            counted = self._opener(candidate).capabilities.count_input_tokens
+            assert counted is not None  # every deployment counts (see above)
+            return await counted({**request, "model": candidate.route.upstream_model})
+
+        return await self._across_plans(count)
+
+    async def _compact(self, request: Item) -> Item:
+        async def compact(candidate: Candidate) -> Item:
+            compacted = self._opener(candidate).capabilities.compact
+            assert compacted is not None  # every deployment compacts (see above)
+            return await compacted({**request, "model": candidate.route.upstream_model})
+
+        return await self._across_plans(compact)
 
     @asynccontextmanager
     async def open(self, request: Item, *, stream: bool) -> AsyncIterator[UpstreamStream]:
+        async def attempt(candidate: Candidate) -> _Opened:
+            sent = {**request, "model": candidate.route.upstream_model}
+            stack = AsyncExitStack()
+            try:
+                upstream = self._opener(candidate)
+                events = await stack.enter_async_context(upstream.open(sent, stream=stream))
+                return _Opened(stack, await _head(events), events)
+            except BaseException:
+                await stack.aclose()
+                raise
+
+        try:
+            opened = await self._across_plans(attempt)
+        except FailedBeforeOutput as failed:  # every candidate failed so: its answer stands
+            yield _replayed(failed.result, self.route_item())
+            return
+        async with opened.stack:
+            yield self._relay(opened.head, opened.events)
+
+    async def _across_plans(self, attempt: Callable[[Candidate], Awaitable[T]]) -> T:
+        """What ``attempt`` gets of the first candidate that answers: the model's, then each
+        fallback's in turn (a request too long for them: the larger models'); else the
+        last error."""
         plans, spare = deque(self._plans), list(self._context_plans)
         last_error: Exception | None = None
         while plans:
             candidates = plans.popleft()
             if last_error is not None:
                 self._observe("fallback", candidates[0], str(last_error))
-            opened = await self._first_answer(candidates, request, stream)
-            if isinstance(opened, _Opened):
-                async with opened.stack:
-                    yield self._relay(opened.head, opened.events)
-                return
-            last_error = opened
-            if isinstance(opened, UpstreamError) and not retryable(opened):
-                if not (spare and is_context_overflow(opened)):
-                    raise opened
+            answered = await self._first_answer(candidates, attempt)
+            if not isinstance(answered, Failed):
+                return answered
+            last_error = answered.error
+            if isinstance(last_error, UpstreamError) and not retryable(last_error):
+                if not (spare and is_context_overflow(last_error)):
+                    raise last_error
                 plans, spare = deque(spare), []  # a model with a larger window
-        if isinstance(last_error, FailedBeforeOutput):
-            yield _replayed(last_error.result, self.route_item())
-            return
         assert last_error is not None
         raise last_error
 
     async def _first_answer(
-        self, candidates: list[Candidate], request: Item, stream: bool
-    ) -> _Opened | Exception:
-        """The first of ``candidates`` to answer (its stream open, read up to its first
-        output delta), within the model's retries; else the last error."""
+        self, candidates: list[Candidate], attempt: Callable[[Candidate], Awaitable[T]]
+    ) -> T | Failed:
+        """What ``attempt`` gets of the first of ``candidates`` to answer (a stream: open,
+        read up to its first output delta), within the model's retries; else the last error."""
         retry = self._retries(candidates[0].model)
         candidate, waited = candidates[0], 0.0
         error: Exception | None = None
@@ -246,24 +298,19 @@ class RoutedUpstream:
                 self._observe("retry", candidate, _outcome(error))
                 candidate = following
             started = time.monotonic()
-            stack = AsyncExitStack()
             try:
                 await self._take_key(candidate)
-                sent = {**request, "model": candidate.route.upstream_model}
-                upstream = self._opener(candidate)
-                events = await stack.enter_async_context(upstream.open(sent, stream=stream))
-                head = await _head(events)
+                answered = await attempt(candidate)
             except (UpstreamError, FailedBeforeOutput) as failed:
-                await stack.aclose()
                 await self._failed(candidate, failed, started)
                 if isinstance(failed, UpstreamError) and not retryable(failed):
-                    return failed
+                    return Failed(failed)
                 error = failed
                 continue
             await self._answered(candidate, started)
-            return _Opened(stack, head, events)
+            return answered
         assert error is not None
-        return error
+        return Failed(error)
 
     @staticmethod
     def _pause(error: Exception, tries: int, retry: RetrySettings) -> float:
