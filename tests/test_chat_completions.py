@@ -471,6 +471,27 @@ def test_n_choices_are_n_turns_each_metered(chat: ChatGateway, model: str, strea
     assert answer.json()["totals"]["requests"] == 4  # each choice a turn, metered
 
 
+def test_n_streamed_with_one_choice_cut_ends_in_its_error(chat: ChatGateway) -> None:
+    chat.fake.script(
+        Reply(text="one two three four five six", break_after=3),
+        Reply(text="one two three four five six", break_after=3),
+    )
+    body = {
+        "model": "chat-model",
+        "messages": [{"role": "user", "content": "go"}],
+        "stream": True,
+        "n": 2,
+    }
+    answer = chat.post(body)
+    lines = [line for line in answer.text.splitlines() if line]
+    assert lines[-1] == "data: [DONE]"
+    chunks = [json.loads(line.removeprefix("data: ")) for line in lines[:-1]]
+    errors = [chunk for chunk in chunks if "error" in chunk]
+    assert len(errors) == 1 and chunks[-1] == errors[0]  # one error, and nothing after it
+    assert errors[0]["error"]["type"] == "server_error"
+    assert {c["index"] for chunk in chunks[:-1] for c in chunk["choices"]} <= {0, 1}
+
+
 def test_logprobs_stop_and_seed_reach_a_chat_upstream(chat: ChatGateway) -> None:
     client = chat.client()
     completion = client.chat.completions.create(
