@@ -4,8 +4,9 @@ The request becomes one turn without history of the turn service, which routes, 
 limits, meters and counts it like any other, and stores it for the console (unless the
 client says ``store: false`` or its project is one of ``auth.unstored_projects``); its
 answer (or its stream of events) goes back as a ``chat.completion`` (or
-``chat.completion.chunk`` server-sent events ending in ``data: [DONE]``). Errors name the
-Chat request's own params.
+``chat.completion.chunk`` server-sent events ending in ``data: [DONE]``). With ``n`` above
+one, ``n`` such turns run at once and their answers are the choices (see
+:mod:`gateway.api.chat.choices`). Errors name the Chat request's own params.
 """
 
 from __future__ import annotations
@@ -141,17 +142,19 @@ async def _started(
     return started
 
 
-async def _answers(request: Request, body: CreateResponseBody, count: int) -> list[Any]:
+async def _answers(request: Request, body: CreateResponseBody, count: int) -> list[dict[str, Any]]:
     """``count`` non-streamed turns of ``body`` run at once; the first failure raised."""
     svc, caller = service(request), project(request)
     answers = await asyncio.gather(
         *(svc.respond(body.model_copy(deep=True), caller) for _ in range(count)),
         return_exceptions=True,
     )
+    made: list[dict[str, Any]] = []
     for answer in answers:
         if isinstance(answer, BaseException):
             raise answer
-    return list(answers)
+        made.append(answer)
+    return made
 
 
 async def create_chat_completion(request: Request) -> Response:
