@@ -10,12 +10,13 @@ import json
 import os
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import claude_agent_sdk
 import pytest
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import create_app
 
@@ -30,6 +31,30 @@ pytestmark = [
     pytest.mark.skipif(not CLAUDE.exists(), reason="the claude-agent-sdk wheel bundles no CLI"),
 ]
 UPSTREAM_MODEL = {"chat-model": "upstream-chat", "resp-model": "upstream-resp"}
+A_CLAUDE_NAME = "claude-sonnet-4-5"  # a gateway model named as Claude is, on another wire
+
+
+class Recorded:
+    """The gateway, keeping every ``/v1/messages`` body Claude Code sent it."""
+
+    def __init__(self, app: ASGIApp, bodies: list[dict[str, Any]]) -> None:
+        self._app = app
+        self._bodies = bodies
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/v1/messages":
+            await self._app(scope, receive, send)
+            return
+        parts: list[bytes] = []
+
+        async def reading() -> Message:
+            message = await receive()
+            parts.append(message.get("body", b""))
+            if not message.get("more_body"):
+                self._bodies.append(json.loads(b"".join(parts)))
+            return message
+
+        await self._app(scope, reading, send)
 
 
 @dataclass
@@ -40,6 +65,7 @@ class ClaudeCode:
     work: Path
     fake: FakeUpstream
     model: str
+    sent: list[dict[str, Any]] = field(default_factory=list)  # what the gateway received
 
     def run(self, *arguments: str) -> dict[str, Any]:
         """``claude -p`` with ``arguments``; its JSON result."""
@@ -72,6 +98,7 @@ def claude_code(
     models = {
         "chat-model": {"provider": "fake-chat", "upstream_model": "upstream-chat"},
         "resp-model": {"provider": "fake-responses", "upstream_model": "upstream-resp"},
+        A_CLAUDE_NAME: {"provider": "fake-chat", "upstream_model": "upstream-chat"},
         "small-model": {"provider": "echo"},  # its side requests (a session's title)
     }
     config = gateway_config(url, tmp_path / "s.db", auth=auth, default_provider=None, models=models)
@@ -80,7 +107,8 @@ def claude_code(
     (work / "notes.txt").write_text("the secret word is pelican\n")
     (work / "more.txt").write_text("the second word is walrus\n")
     (tmp_path / "home").mkdir()
-    with serve(create_app(config)) as gateway_url:
+    sent: list[dict[str, Any]] = []
+    with serve(Recorded(create_app(config), sent)) as gateway_url:
         env = {
             "PATH": os.environ["PATH"],
             "HOME": str(tmp_path / "home"),
@@ -92,7 +120,7 @@ def claude_code(
             "ANTHROPIC_DEFAULT_SONNET_MODEL": model,
             "ANTHROPIC_DEFAULT_OPUS_MODEL": model,
         }
-        yield ClaudeCode(env, work, fake, model)
+        yield ClaudeCode(env, work, fake, model, sent)
 
 
 def tool_results(body: dict[str, Any]) -> dict[str, str]:
@@ -138,6 +166,26 @@ def test_claude_code_reads_a_file(claude_code: ClaudeCode) -> None:
     if claude_code.model == "resp-model":  # stateless: the gateway sends the whole context
         assert {body["store"] for body in fake.requests} == {False}
         assert "previous_response_id" not in answered
+
+
+@pytest.mark.parametrize("claude_code", [A_CLAUDE_NAME], indirect=True)
+def test_a_claude_name_on_another_wire_takes_claude_codes_context_edits(
+    claude_code: ClaudeCode,
+) -> None:
+    """For a model it knows by name, Claude Code asks for context edits, which only Claude
+    runs; the one it always sends (every thinking block kept) asks for nothing, so a Chat
+    Completions model answers."""
+    claude_code.script_read("call_read", "notes.txt", "The word is pelican.")
+    result = claude_code.run("What is the secret word in notes.txt?")
+    assert result["result"] == "The word is pelican.", result
+    edits = [
+        body["context_management"] for body in claude_code.sent if body["model"] == A_CLAUDE_NAME
+    ]
+    assert edits and all(
+        edit == {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]} for edit in edits
+    ), edits
+    assert {body["model"] for body in claude_code.fake.requests} == {"upstream-chat"}
+    assert all("context_management" not in body for body in claude_code.fake.requests)
 
 
 def test_a_resumed_session_calls_a_tool_with_its_history(claude_code: ClaudeCode) -> None:
