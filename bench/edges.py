@@ -2,12 +2,14 @@
 
     python -m bench.edges [--seconds 5] [--rounds 1]
 
-One fast fake Chat Completions upstream and one gateway (memory store, default settings,
-access log on) run as processes of their own; wrk (one thread) posts the same one-message
-conversation, non-streamed and streamed, to the upstream directly and to the gateway's
-``/v1/responses`` (``store: false``), ``/v1/chat/completions`` and ``/v1/messages``: every
-gateway edge runs one stateless turn against the same upstream. Each row gives p50 and p99
-at 1 connection, requests/s at 8 connections, and the p50 added over the direct call of the
+One fast fake upstream (Chat Completions and Messages) and one gateway (memory store,
+default settings, access log on) run as processes of their own; wrk (one thread) posts the
+same one-message conversation, non-streamed and streamed, to the upstream directly and to the
+gateway: ``/v1/responses`` (``store: false``), ``/v1/chat/completions`` and ``/v1/messages``
+to a model on the Chat Completions wire, then ``/v1/messages`` (the request sent to Claude as
+it came) and ``/v1/chat/completions`` (translated) to a model on the Messages wire. Every
+gateway row runs one stateless turn. Each row gives p50 and p99 at 1 connection, requests/s
+at 8 connections, and the p50 added over the direct call to the same upstream API of the
 same kind (streamed or not) in milliseconds and as a ratio. A streamed request's latency is
 the whole stream's, up to its last byte.
 """
@@ -15,6 +17,7 @@ the whole stream's, up to its last byte.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -31,6 +34,7 @@ from .fake_chat import WORDS, serve_command
 from .load import Result, free_port, running, wrk
 
 MESSAGES = [{"role": "user", "content": "hello there"}]
+CLAUDE = "claude-m"  # the gateway's model on the Messages wire
 REPLY = "".join(WORDS)
 HEADER = [
     "target",
@@ -53,6 +57,7 @@ class Edge:
     path: str
     body: dict[str, Any]
     last_event: str  # what a whole stream of this API ends with
+    direct: int = 0  # the index of the direct row this one is set beside
 
 
 EDGES = [
@@ -84,7 +89,43 @@ EDGES = [
         {"model": "m", "max_tokens": 256, "messages": MESSAGES},
         "message_stop",
     ),
+    Edge(
+        "direct upstream (messages)",
+        False,
+        "/v1/messages",
+        {"model": "m", "max_tokens": 256, "messages": MESSAGES},
+        "message_stop",
+        direct=4,
+    ),
+    Edge(
+        "gateway /v1/messages to Claude (as sent)",
+        True,
+        "/v1/messages",
+        {"model": CLAUDE, "max_tokens": 256, "messages": MESSAGES},
+        "message_stop",
+        direct=4,
+    ),
+    Edge(
+        "gateway /v1/chat/completions to Claude",
+        True,
+        "/v1/chat/completions",
+        {"model": CLAUDE, "messages": MESSAGES},
+        "[DONE]",
+        direct=4,
+    ),
 ]
+
+
+def _with_claude(config: Path, upstream: str) -> None:
+    """Add the model on the Messages wire to the gateway's configuration."""
+    settings = json.loads(config.read_text())
+    settings["providers"]["claude"] = {
+        "wire_api": "anthropic",
+        "base_url": upstream,
+        "api_key": "sk-bench",
+    }
+    settings["models"] = {CLAUDE: {"provider": "claude", "upstream_model": "m"}}
+    config.write_text(json.dumps(settings))
 
 
 def check_answer(url: str, edge: Edge, body: dict[str, Any]) -> None:
@@ -127,6 +168,7 @@ def run(seconds: float, rounds: int = 1) -> str:
         port = free_port()
         gateway = f"http://127.0.0.1:{port}"
         config = gateway_config(folder, port, upstream, "memory", None)
+        _with_claude(config, upstream)
         command = [sys.executable, "-m", "gateway", "serve", "--config", str(config)]
         stack.enter_context(running(command, f"{gateway}/healthz"))
 
@@ -150,7 +192,7 @@ def run(seconds: float, rounds: int = 1) -> str:
             one = [Result.median(each) for each in ones]
             eight = [Result.median(each) for each in eights]
             for index, edge in enumerate(EDGES):
-                lines.append(_row(edge, stream, one[index], eight[index], one[0]))
+                lines.append(_row(edge, stream, one[index], eight[index], one[edge.direct]))
         setting = f"{max(1, round(seconds))} s per load, wrk -t1, {os.cpu_count()} cores"
         if rounds > 1:
             setting += f", medians of {rounds} rounds"

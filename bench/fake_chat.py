@@ -1,4 +1,5 @@
-"""A minimal, fast Chat Completions server for benchmarks (fixed reply, no recording).
+"""A minimal, fast Chat Completions and Messages server for benchmarks (fixed reply, no
+recording): ``/v1/chat/completions`` as OpenAI answers, ``/v1/messages`` as Claude does.
 
 python -m uvicorn bench.fake_chat:app --port 9001
 """
@@ -47,7 +48,52 @@ async def chat(request: Request) -> Response:
     )
 
 
-app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+MESSAGE_USAGE = {"input_tokens": 50, "output_tokens": 9}
+
+
+def _event(kind: str, data: dict[str, object]) -> bytes:
+    return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}\n\n".encode()
+
+
+def _message(content: list[dict[str, object]]) -> dict[str, object]:
+    return {
+        "id": "msg_bench",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": content,
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": MESSAGE_USAGE,
+    }
+
+
+async def _message_stream() -> AsyncIterator[bytes]:
+    yield _event("message_start", {"message": _message([])})
+    block = {"type": "text", "text": ""}
+    yield _event("content_block_start", {"index": 0, "content_block": block})
+    for word in WORDS:
+        delta = {"type": "text_delta", "text": word}
+        yield _event("content_block_delta", {"index": 0, "delta": delta})
+    yield _event("content_block_stop", {"index": 0})
+    stop = {"stop_reason": "end_turn", "stop_sequence": None}
+    yield _event("message_delta", {"delta": stop, "usage": {"output_tokens": 9}})
+    yield _event("message_stop", {})
+
+
+async def messages(request: Request) -> Response:
+    body = await request.json()
+    if body.get("stream"):
+        return StreamingResponse(_message_stream(), media_type="text/event-stream")
+    return JSONResponse(_message([{"type": "text", "text": "".join(WORDS)}]))
+
+
+app = Starlette(
+    routes=[
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/v1/messages", messages, methods=["POST"]),
+    ]
+)
 
 
 def serve_command(python: str, port: int) -> list[str]:

@@ -22,6 +22,9 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import pydantic
 import typing_extensions
 from anthropic.types import RawMessageStreamEvent
+from anthropic.types.beta.beta_context_management_config_param import (
+    BetaContextManagementConfigParam,
+)
 from anthropic.types.message_count_tokens_params import MessageCountTokensParams
 from anthropic.types.message_create_params import (
     MessageCreateParamsNonStreaming,
@@ -131,6 +134,8 @@ def _picker(key: str, tags: dict[str, str], default: str | None) -> Callable[[An
 CREATE = pydantic.TypeAdapter[Any](strict(MessageCreateParamsNonStreaming))
 CREATE_STREAMING = pydantic.TypeAdapter[Any](strict(MessageCreateParamsStreaming))
 COUNT = pydantic.TypeAdapter[Any](strict(MessageCountTokensParams))
+# A beta field, taken with its ``anthropic-beta`` header only.
+CONTEXT_MANAGEMENT = pydantic.TypeAdapter[Any](strict(BetaContextManagementConfigParam))
 EVENT = pydantic.TypeAdapter[Any](RawMessageStreamEvent)
 
 

@@ -31,7 +31,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .anthropic_types import COUNT, CREATE, CREATE_STREAMING, ERROR_EVENT, EVENT
+from .anthropic_types import (
+    CONTEXT_MANAGEMENT,
+    COUNT,
+    CREATE,
+    CREATE_STREAMING,
+    ERROR_EVENT,
+    EVENT,
+)
 
 ANTHROPIC_KEY = "sk-ant-fake-0123456789"
 # The SDK (2.10) sends ``anthropic-version: 2026-10-21`` and its key as a bearer token.
@@ -57,7 +64,8 @@ _ERRORS = {  # status -> the error type and message Anthropic answers with it
     529: ("overloaded_error", "Overloaded"),
 }
 _THINKING_TYPES = ("thinking", "redacted_thinking")
-_SAMPLING = ("temperature", "top_p")
+_SAMPLING = ("temperature", "top_p", "top_k")
+CONTEXT_BETA = "context-management-2025-06-27"  # the beta that takes context_management
 _OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 _THINKING_FIRST = (
     "Expected `thinking` or `redacted_thinking`, but found `{found}`. When `thinking` is "
@@ -186,9 +194,11 @@ class FakeAnthropic:
             raise RequestError("There was an error parsing the body as JSON")
         return body
 
-    def check(self, body: dict[str, Any], path: str = "/v1/messages") -> None:
+    def check(
+        self, body: dict[str, Any], path: str = "/v1/messages", betas: frozenset[str] = frozenset()
+    ) -> None:
         """``check_request``, and every replayed thinking block one this fake issued."""
-        check_request(body, path)
+        check_request(body, path, betas)
         for i, message in enumerate(body["messages"]):
             for j, block in enumerate(_blocks(message["content"])):
                 where = f"messages.{i}.content.{j}"
@@ -333,7 +343,7 @@ class FakeAnthropic:
     def _accept(self, request: Request, body: Any) -> tuple[dict[str, Any], AnthropicReply]:
         """The checked body of a ``/v1/messages`` request, and the reply it takes."""
         body = self._receive(request, body)
-        self.check(body)
+        self.check(body, betas=_betas(request))
         tokens = self.input_tokens(body)
         if self.context_window is not None and tokens > self.context_window:
             raise RequestError(
@@ -361,7 +371,7 @@ class FakeAnthropic:
     async def count_tokens(self, request: Request) -> Response:
         try:
             body = self._receive(request, await _json(request))
-            self.check(body, request.url.path)
+            self.check(body, request.url.path, _betas(request))
         except RequestError as error:
             return self._error(error)
         answer = {"input_tokens": self.input_tokens(body)}
@@ -389,14 +399,22 @@ class FakeAnthropic:
 # -- rules on the messages ---------------------------------------------------------------
 
 
-def check_request(body: dict[str, Any], path: str = "/v1/messages") -> None:
+def check_request(
+    body: dict[str, Any], path: str = "/v1/messages", betas: frozenset[str] = frozenset()
+) -> None:
     """Raise the ``RequestError`` the API answers ``body`` with, if any: the SDK's request
-    type (strict) and the documented rules. Thinking signatures are not checked here (only
-    the fake that signed them can): ``FakeAnthropic.check`` does that too."""
+    type (strict) and the documented rules; ``context_management`` (the beta's type) only
+    with its beta among ``betas``. Thinking signatures are not checked here (only the fake
+    that signed them can): ``FakeAnthropic.check`` does that too."""
     adapter = CREATE_STREAMING if body.get("stream") is True else CREATE
     if not path.endswith("count_tokens"):
         _check_sampling(body)
     typed = {k: v for k, v in body.items() if k not in _SAMPLING or path.endswith("count_tokens")}
+    if CONTEXT_BETA in betas and "context_management" in body:
+        try:
+            CONTEXT_MANAGEMENT.validate_python(typed.pop("context_management"), strict=True)
+        except pydantic.ValidationError as error:
+            raise RequestError("context_management." + _validation_message(error)) from None
     try:
         (COUNT if path.endswith("count_tokens") else adapter).validate_python(typed, strict=True)
     except pydantic.ValidationError as error:
@@ -429,10 +447,15 @@ def check_stream_event(event: dict[str, Any]) -> None:
 
 
 def _check_sampling(body: dict[str, Any]) -> None:
-    """``temperature`` and ``top_p``, which the SDK's types no longer carry but the models
-    before Claude Opus 4.7 take: each from 0 to 1; with thinking, no temperature but 1
-    and a top_p from 0.95."""
-    for key in (k for k in _SAMPLING if k in body):
+    """``temperature``, ``top_p`` and ``top_k``, which the SDK's types no longer carry but
+    the models before Claude Opus 4.7 take: the first two from 0 to 1, ``top_k`` a whole
+    number from 0; with thinking, no temperature but 1, a top_p from 0.95, no top_k."""
+    if "top_k" in body:
+        if isinstance(body["top_k"], bool) or not isinstance(body["top_k"], int):
+            raise RequestError("top_k: Input should be a valid integer")
+        if body["top_k"] < 0:
+            raise RequestError("top_k: Input should be greater than or equal to 0")
+    for key in (k for k in ("temperature", "top_p") if k in body):
         value = body[key]
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise RequestError(f"{key}: Input should be a valid number")
@@ -440,6 +463,8 @@ def _check_sampling(body: dict[str, Any]) -> None:
             raise RequestError(f"{key}: Input should be between 0 and 1")
     if (body.get("thinking") or {}).get("type") not in ("enabled", "adaptive"):
         return
+    if "top_k" in body:
+        raise RequestError("`top_k` may not be set when thinking is enabled.")
     if body.get("temperature", 1) != 1:
         raise RequestError("`temperature` may only be set to 1 when thinking is enabled.")
     if body.get("top_p", 1) < 0.95:
@@ -575,6 +600,12 @@ def _check_media(block: dict[str, Any], where: str) -> None:
     if not data.startswith(_MAGIC[source["media_type"]]):
         kind = "Image" if block["type"] == "image" else "Document"
         raise RequestError(f"{kind} does not match the provided media type {source['media_type']}")
+
+
+def _betas(request: Request) -> frozenset[str]:
+    """The betas a request's ``anthropic-beta`` header names."""
+    header = request.headers.get("anthropic-beta") or ""
+    return frozenset(name.strip() for name in header.split(",") if name.strip())
 
 
 def _api_key(request: Request) -> str | None:

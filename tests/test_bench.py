@@ -61,7 +61,7 @@ def test_the_side_by_side_benchmark_runs() -> None:
         assert "Syncs per turn not counted" in report
 
 
-# Sixteen 1 s loads, and a gateway to start; longer than the suite's default on a loaded machine.
+# Twenty-eight 1 s loads, and a gateway to start; longer than the default on a loaded machine.
 @pytest.mark.timeout(300)
 def test_the_edges_benchmark_runs() -> None:
     if shutil.which("wrk") is None:
@@ -78,9 +78,11 @@ def test_the_edges_benchmark_runs() -> None:
     ]
     assert all(len(row) == len(header) for row in rows), report
     assert all(row[-1] == "0" for row in rows), report  # no errors
-    direct = [row for row in rows if row[0] == names[0]]
+    directs = {edge.name for edge in edges.EDGES if not edge.on_gateway}
+    assert directs == {"direct upstream (chat completions)", "direct upstream (messages)"}
+    direct = [row for row in rows if row[0] in directs]
     assert all(row[5] == row[6] == "-" for row in direct), report
-    gateway = [row for row in rows if row[0] != names[0]]
+    gateway = [row for row in rows if row[0] not in directs]
     assert all(row[5][0] in "+-" and row[6].endswith("x") for row in gateway), report
     assert all(float(cell.replace(",", "")) > 0 for row in rows for cell in row[2:5]), report
 

@@ -341,6 +341,31 @@ def test_structured_output_through_the_parse_helper(chat: ChatGateway, model: st
         assert sent["output_config"]["format"]["schema"]["required"] == ["city", "celsius"]
 
 
+@pytest.mark.parametrize("model", MODELS)
+def test_structured_output_streamed_through_the_stream_helper(
+    chat: ChatGateway, model: str
+) -> None:
+    client = chat.client()
+    chat.script(model, text='{"city": "Lima", "celsius": 19}')
+    with client.chat.completions.stream(
+        model=model,
+        messages=[{"role": "user", "content": "Weather in Lima as JSON."}],
+        response_format=Weather,
+    ) as stream:
+        deltas = [event.delta for event in stream if event.type == "content.delta"]
+        final = stream.get_final_completion()
+    assert len(deltas) > 1 and "".join(deltas) == '{"city": "Lima", "celsius": 19}'
+    assert final.choices[0].message.parsed == Weather(city="Lima", celsius=19)
+    sent = chat.received(model)
+    assert sent["stream"] is True
+    if model == "resp-model":
+        assert sent["text"]["format"]["schema"]["required"] == ["city", "celsius"]
+    elif model == "chat-model":
+        assert sent["response_format"]["json_schema"]["name"] == "Weather"
+    else:
+        assert sent["output_config"]["format"]["schema"]["required"] == ["city", "celsius"]
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("model", MODELS)
 def test_reasoning_comes_back_as_reasoning_content(
@@ -386,6 +411,85 @@ def test_reasoning_comes_back_as_reasoning_content(
         assert usage["prompt_tokens_details"]["cached_tokens"] == 3
     else:
         assert sent["thinking"]["type"] in ("enabled", "adaptive")
+
+
+def upstream_requests(chat: ChatGateway, model: str) -> list[dict[str, Any]]:
+    return chat.claude.requests if model == "claude" else chat.fake.requests
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("model", MODELS)
+def test_n_choices_are_n_turns_each_metered(chat: ChatGateway, model: str, stream: bool) -> None:
+    for text in ("First answer.", "Second answer.", "Third answer."):
+        chat.script(model, text=text)
+    client = chat.client()
+    messages: Any = [{"role": "user", "content": "Three ways, please."}]
+    if stream:
+        texts: dict[int, str] = {}
+        finishes: dict[int, str] = {}
+        chunks = list(
+            client.chat.completions.create(
+                model=model,
+                messages=messages,
+                n=3,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+        )
+        for chunk in chunks:
+            for choice in chunk.choices:
+                texts[choice.index] = texts.get(choice.index, "") + (choice.delta.content or "")
+                if choice.finish_reason:
+                    finishes[choice.index] = choice.finish_reason
+        assert len({chunk.id for chunk in chunks}) == 1
+        *_, usage_chunk = chunks
+        assert usage_chunk.choices == [] and usage_chunk.usage is not None
+        assert [chunk.usage for chunk in chunks[:-1]] == [None] * (len(chunks) - 1)
+        usage = usage_chunk.usage
+    else:
+        completion = client.chat.completions.create(model=model, messages=messages, n=3)
+        texts = {c.index: c.message.content or "" for c in completion.choices}
+        finishes = {c.index: c.finish_reason for c in completion.choices}
+        assert completion.usage is not None
+        usage = completion.usage
+    assert sorted(texts) == [0, 1, 2] and finishes == {0: "stop", 1: "stop", 2: "stop"}
+    assert sorted(texts.values()) == ["First answer.", "Second answer.", "Third answer."]
+    sent = upstream_requests(chat, model)
+    assert len(sent) == 3 and all("n" not in body for body in sent)
+    assert all(user_texts(model, body) == ["Three ways, please."] for body in sent)
+
+    chat.script(model, text="Fourth answer.")
+    one = chat.client().chat.completions.create(model=model, messages=messages)
+    assert one.usage is not None and usage.prompt_tokens == 3 * one.usage.prompt_tokens
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    assert usage.completion_tokens == 3 * one.usage.completion_tokens  # answers as long
+    answer = httpx.get(
+        f"{chat.url}/v1/gateway/console/usage",
+        headers={"authorization": f"Bearer {ADMIN}"},
+        params={"by": "key"},
+    )
+    assert answer.json()["totals"]["requests"] == 4  # each choice a turn, metered
+
+
+def test_n_streamed_with_one_choice_cut_ends_in_its_error(chat: ChatGateway) -> None:
+    chat.fake.script(
+        Reply(text="one two three four five six", break_after=3),
+        Reply(text="one two three four five six", break_after=3),
+    )
+    body = {
+        "model": "chat-model",
+        "messages": [{"role": "user", "content": "go"}],
+        "stream": True,
+        "n": 2,
+    }
+    answer = chat.post(body)
+    lines = [line for line in answer.text.splitlines() if line]
+    assert lines[-1] == "data: [DONE]"
+    chunks = [json.loads(line.removeprefix("data: ")) for line in lines[:-1]]
+    errors = [chunk for chunk in chunks if "error" in chunk]
+    assert len(errors) == 1 and chunks[-1] == errors[0]  # one error, and nothing after it
+    assert errors[0]["error"]["type"] == "server_error"
+    assert {c["index"] for chunk in chunks[:-1] for c in chunk["choices"]} <= {0, 1}
 
 
 def test_logprobs_stop_and_seed_reach_a_chat_upstream(chat: ChatGateway) -> None:
@@ -476,7 +580,7 @@ def test_a_cut_answer_ends_with_length(chat: ChatGateway) -> None:
             None,
         ),
         (
-            {"model": "resp-model", "messages": [{"role": "user", "content": "x"}], "n": 2},
+            {"model": "resp-model", "messages": [{"role": "user", "content": "x"}], "n": 17},
             400,
             "n",
             "unsupported_value",

@@ -198,11 +198,23 @@ def test_bodies_and_events_can_be_checked_without_a_server() -> None:
     body: dict[str, Any] = {"model": MODEL, "max_tokens": 5, "messages": [user("x")]}
     check_request(body)
     check_request({"model": MODEL, "messages": [user("x")]}, "/v1/messages/count_tokens")
+    check_request({**body, "top_k": 5})
+    with pytest.raises(RequestError, match="top_k: Input should be greater than or equal to 0"):
+        check_request({**body, "top_k": -1})
     with pytest.raises(RequestError, match="top_k: Extra inputs are not permitted"):
-        check_request({**body, "top_k": 5})
+        check_request({"model": MODEL, "messages": [user("x")], "top_k": 5}, "/v1/count_tokens")
+    edits = {"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}}
+    with pytest.raises(RequestError, match="context_management: Extra inputs are not permitted"):
+        check_request({**body, **edits})  # a beta field, refused without its beta
+    check_request({**body, **edits}, betas=frozenset({"context-management-2025-06-27"}))
+    with pytest.raises(RequestError, match=r"context_management\.edits\.0: Input tag 'bogus'"):
+        bogus = {"context_management": {"edits": [{"type": "bogus"}]}}
+        check_request({**body, **bogus}, betas=frozenset({"context-management-2025-06-27"}))
     check_request({**body, "temperature": 0.2, "top_p": 0.9})
     thinking = {**body, "max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 1024}}
     check_request({**thinking, "top_p": 0.95})
+    with pytest.raises(RequestError, match="`top_k` may not be set when thinking is enabled"):
+        check_request({**thinking, "top_k": 5})
     with pytest.raises(RequestError, match="`temperature` may only be set to 1"):
         check_request({**thinking, "temperature": 0.2})
     with pytest.raises(RequestError, match="`top_p` must be greater than or equal to 0"):

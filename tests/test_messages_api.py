@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -507,3 +508,97 @@ def test_a_bad_body_is_refused_in_anthropics_words(
     assert error["type"] == "invalid_request_error"
     assert error["message"].startswith(message), error["message"]
     assert messages.chat.requests == []
+
+
+CONTEXT_BETA = "context-management-2025-06-27"
+CLEAR_TOOL_USES = {
+    "type": "clear_tool_uses_20250919",
+    "trigger": {"type": "input_tokens", "value": 30000},
+    "keep": {"type": "tool_uses", "value": 3},
+}
+KEEP_THINKING = {"type": "clear_thinking_20251015", "keep": "all"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_top_k_and_context_edits_reach_claude_as_sent(messages: Messages, stream: bool) -> None:
+    messages.script("claude", "Edited.")
+    client = messages.client()
+    request: dict[str, Any] = {
+        "model": "claude",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "Hi"}],
+        "betas": [CONTEXT_BETA],
+        "context_management": {"edits": [CLEAR_TOOL_USES]},
+        "extra_body": {"top_k": 5},
+    }
+    if stream:
+        with client.beta.messages.stream(**request) as events:
+            answer = events.get_final_message()
+    else:
+        answer = client.beta.messages.create(**request)
+    assert [block.text for block in answer.content if block.type == "text"] == ["Edited."]
+    sent = messages.claude.last
+    assert sent["top_k"] == 5 and sent["context_management"] == {"edits": [CLEAR_TOOL_USES]}
+    assert CONTEXT_BETA in messages.claude.headers[-1]["anthropic-beta"]
+
+    # Claude's own verdict on them comes back as it gave it.
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    with pytest.raises(anthropic.BadRequestError, match="`top_k` may not be set when thinking"):
+        client.messages.create(
+            model="claude",
+            max_tokens=2048,
+            thinking=thinking,
+            messages=[{"role": "user", "content": "Hi"}],
+            extra_body={"top_k": 5},
+        )
+    with pytest.raises(anthropic.BadRequestError, match="context_management: Extra inputs"):
+        client.messages.create(  # no beta header: the field is not Claude's GA API's
+            model="claude",
+            max_tokens=256,
+            messages=[{"role": "user", "content": "Hi"}],
+            extra_body={"context_management": {"edits": [KEEP_THINKING]}},
+        )
+
+
+@pytest.mark.parametrize("model", ["chat-model", "resp-model"])
+def test_top_k_and_context_edits_are_refused_for_another_wire(
+    messages: Messages, model: str
+) -> None:
+    client = messages.client()
+    hi: Any = [{"role": "user", "content": "Hi"}]
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        client.messages.create(model=model, max_tokens=64, messages=hi, extra_body={"top_k": 5})
+    message = refused.value.body["error"]["message"]  # type: ignore[index]
+    assert message.startswith(f"top_k: not supported for model '{model}'"), message
+    wire = "chat_completions" if model == "chat-model" else "responses"
+    assert f"the {wire} wire" in message
+
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        client.beta.messages.create(
+            model=model,
+            max_tokens=64,
+            messages=hi,
+            betas=[CONTEXT_BETA],
+            context_management={"edits": [KEEP_THINKING, CLEAR_TOOL_USES]},  # type: ignore[list-item]
+        )
+    message = refused.value.body["error"]["message"]  # type: ignore[index]
+    # Worded as Claude's API words it, which Claude Code reads to send the request again
+    # without the edit.
+    assert re.match(
+        r"^\S{1,128} does not support the \W?clear_tool_uses_20250919\W? context management "
+        "strategy",
+        message,
+    ), message
+    assert messages.chat.requests == []
+
+    # An edit that asks for nothing (every thinking block kept) is no reason to refuse.
+    messages.script(model, "Kept.")
+    answer = client.beta.messages.create(
+        model=model,
+        max_tokens=64,
+        messages=hi,
+        betas=[CONTEXT_BETA],
+        context_management={"edits": [KEEP_THINKING]},
+    )
+    assert [block.text for block in answer.content if block.type == "text"] == ["Kept."]
+    assert "context_management" not in messages.chat.last

@@ -8,6 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ...errors import invalid_request
 from ..request_body import check_metadata, validate_body
+from .choices import MAX_CHOICES
 
 
 class StreamOptions(BaseModel):
@@ -83,9 +84,9 @@ def parse_chat_body(raw: bytes) -> ChatCompletionBody:
         raise invalid_request(
             "Only the 'text' modality is supported.", param="modalities", code="unsupported_value"
         )
-    if body.n is not None and body.n > 1:
+    if body.n is not None and body.n > MAX_CHOICES:
         raise invalid_request(
-            "'n' greater than 1 is not supported: each request gets one choice.",
+            f"'n' is at most {MAX_CHOICES}: each choice is a turn of its own, run at once.",
             param="n",
             code="unsupported_value",
         )

@@ -24,6 +24,7 @@ from ...api.messages import (
     to_message,
     to_responses_body,
 )
+from ...api.messages.claude_only import check_translatable
 from ...api.request_body import CreateResponseBody
 from ...observability.request_log import note_failed_request
 from ...turn.events import StreamEvent
@@ -45,9 +46,12 @@ def _seals(request: Request, body: MessagesBody) -> ThinkingSeals:
 
 def _pass_through(request: Request, body: MessagesBody, turn: CreateResponseBody) -> bool:
     """Hand the client's body along for a Claude deployment (the model's or a fallback's),
-    which gets it as it came; the other wires get its translation."""
+    which gets it as it came; the other wires get its translation, and a model none of whose
+    deployments is Claude is refused what only Claude does (``top_k``, context edits)."""
     providers = service(request).upstreams.providers(body.model)
     if not any(p.wire.takes_messages for p in providers):
+        if providers:  # else the model is not found, told by the turn
+            check_translatable(body, providers[0].wire_api)
         return False
     beta = request.headers.get("anthropic-beta")
     turn.pass_through(passthrough(body.model_dump(exclude_unset=True), beta))
