@@ -46,9 +46,10 @@ from .fuzz_file_bodies import (
     upload_forms,
 )
 from .servers import serve
-from .test_fuzz import FUZZ, JSON, ErrorLog, check, sendable
+from .test_fuzz import EXAMPLES, FUZZ, JSON, ErrorLog, check, sendable
 
-pytestmark = [pytest.mark.api]
+# A longer run is given time in proportion (pytest-timeout's default is for the default run).
+pytestmark = [pytest.mark.api, pytest.mark.timeout(max(120, EXAMPLES))]
 
 
 @dataclass(repr=False)

@@ -27,10 +27,11 @@ from .fake_upstream import FakeUpstream
 from .fuzz_bodies import encode
 from .fuzz_file_bodies import FRAMES
 from .servers import serve
-from .test_fuzz import FUZZ, TRACEBACK, ErrorLog, sendable
+from .test_fuzz import EXAMPLES, FUZZ, TRACEBACK, ErrorLog, sendable
 from .test_websocket import TERMINAL, ws_url
 
-pytestmark = [pytest.mark.api]
+# A longer run is given time in proportion (pytest-timeout's default is for the default run).
+pytestmark = [pytest.mark.api, pytest.mark.timeout(max(120, EXAMPLES))]
 
 ERROR_FIELDS = {"message", "type", "param", "code"}
 
