@@ -323,3 +323,18 @@ def test_a_file_named_twice_is_attached_and_processed_once(
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     with closing(sqlite3.connect(gateway.config.session.sqlite.path)) as conn:
         assert conn.execute("SELECT count(*) FROM chunks").fetchone() == (1,)
+
+
+def test_a_filename_holding_a_nul_character_is_refused_naming_file(gateway: Gateway) -> None:
+    """As a NUL in a JSON body is, whichever backend (PostgreSQL cannot keep one)."""
+    form = (
+        b'--b\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nassistants\r\n'
+        b'--b\r\nContent-Disposition: form-data; name="file"; filename="a\x00b.txt"\r\n\r\n'
+        b"hello\r\n--b--\r\n"
+    )
+    headers = {"content-type": "multipart/form-data; boundary=b"}
+    refused = httpx.post(f"{gateway.url}/v1/files", content=form, headers=headers)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["param"] == "file"
+    assert refused.json()["error"]["code"] == "invalid_value"
+    assert gateway.client().files.list().data == []
