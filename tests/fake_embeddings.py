@@ -69,6 +69,9 @@ class FakeEmbeddings:
         if body.get("encoding_format", "float") != "float":
             return JSONResponse({"error": {"message": "only float here"}}, 400)
         dimensions = body.get("dimensions") or DIMENSIONS
+        if type(dimensions) is not int or not 1 <= dimensions <= DIMENSIONS:
+            message = f"dimensions must be from 1 to {DIMENSIONS}"  # as OpenAI's models bound it
+            return JSONResponse({"error": {"message": message}}, 400)
         data = [
             {"object": "embedding", "index": n, "embedding": embed(t, dimensions)}
             for n, t in enumerate(texts)

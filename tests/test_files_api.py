@@ -5,6 +5,7 @@ background, search that ranks the relevant chunk first, and what deletes take al
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -295,3 +296,45 @@ def test_a_query_rewrite_is_refused_not_ignored(gateway: Gateway) -> None:
         client.vector_stores.search(vector_store_id=store.id, query="cats", rewrite_query=True)
     assert refused.value.status_code == 400
     assert refused.value.body["param"] == "rewrite_query"  # type: ignore[index]
+
+
+def test_a_file_named_twice_is_attached_and_processed_once(
+    gateway: Gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    """In a store's ``file_ids`` or a batch, a file named twice is one attachment (the last
+    mention's attributes), processed once: no error logged, its chunks kept once."""
+    client = gateway.client()
+    made = client.files.create(file=("a.txt", b"twice named walrus"), purpose="assistants")
+    store = client.vector_stores.create(name="twice", file_ids=[made.id, made.id])
+    assert store.file_counts.total == 1
+    batch = client.vector_stores.file_batches.create(
+        vector_store_id=store.id,
+        files=[
+            {"file_id": made.id, "attributes": {"n": 1}},
+            {"file_id": made.id, "attributes": {"n": 2}},
+        ],
+    )
+    assert batch.file_counts.total == 1
+    counts = processed(client, store.id)
+    assert counts["completed"] == 1 and counts["total"] == 1
+    [attached] = client.vector_stores.files.list(vector_store_id=store.id).data
+    assert attached.attributes == {"n": 2} and attached.status == "completed"
+    assert len(client.vector_stores.search(store.id, query="walrus").data) == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    with closing(sqlite3.connect(gateway.config.session.sqlite.path)) as conn:
+        assert conn.execute("SELECT count(*) FROM chunks").fetchone() == (1,)
+
+
+def test_a_filename_holding_a_nul_character_is_refused_naming_file(gateway: Gateway) -> None:
+    """As a NUL in a JSON body is, whichever backend (PostgreSQL cannot keep one)."""
+    form = (
+        b'--b\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nassistants\r\n'
+        b'--b\r\nContent-Disposition: form-data; name="file"; filename="a\x00b.txt"\r\n\r\n'
+        b"hello\r\n--b--\r\n"
+    )
+    headers = {"content-type": "multipart/form-data; boundary=b"}
+    refused = httpx.post(f"{gateway.url}/v1/files", content=form, headers=headers)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["param"] == "file"
+    assert refused.json()["error"]["code"] == "invalid_value"
+    assert gateway.client().files.list().data == []

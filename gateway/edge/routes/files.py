@@ -46,6 +46,12 @@ def _checked(form: FormData) -> tuple[UploadFile, str]:
         raise invalid_request(
             "Missing required parameter: 'file'.", param="file", code="missing_required_parameter"
         )
+    if "\x00" in (upload.filename or ""):  # as in a JSON body: no backend differs on it
+        raise invalid_request(
+            "Invalid value for 'file': its filename contains a NUL character.",
+            param="file",
+            code="invalid_value",
+        )
     if not isinstance(purpose, str):
         raise invalid_request(
             "Missing required parameter: 'purpose'.",

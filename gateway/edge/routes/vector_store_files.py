@@ -30,7 +30,11 @@ Attach = tuple[str, dict[str, Any], dict[str, Any]]  # file id, attributes, chun
 async def attach_all(
     request: Request, store: VectorStore, wanted: list[Attach], batch: FileBatch | None
 ) -> list[VectorStoreFile]:
-    """Attach files (each the project's) in progress, and start processing them."""
+    """Attach files (each the project's) in progress, and start processing them.
+
+    A file named twice is attached once, as its last mention asks: two attachments of
+    one file at one instant would both be processed and write its chunks twice."""
+    wanted = list({one[0]: one for one in wanted}.values())
     files_store, ingestion = files(request).searchable()
     for file_id, _, _ in wanted:
         await files_store.get_file(store.project, file_id)
