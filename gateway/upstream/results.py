@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Item = dict[str, Any]
+from session import Item as Item  # the one JSON object type, from the store below
+
 Event = dict[str, Any]
 """A Responses stream event without ``sequence_number`` (the pipeline numbers them)."""
 

@@ -9,11 +9,10 @@ completion under the first turn's id, with the usage of all of them summed.
 
 from __future__ import annotations
 
-from typing import Any
+from session import Item
 
 from .chunks import ChunkTranslator
 
-Item = dict[str, Any]
 MAX_CHOICES = 16  # turns run at once for one request
 
 

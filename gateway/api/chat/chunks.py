@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from session import Item
+
 from .completion import chat_logprob, chat_usage, completion_id, finish_reason
 
-Item = dict[str, Any]
 _CALLS = ("function_call", "custom_tool_call")
 _ARGUMENTS = {"function_call": "arguments", "custom_tool_call": "input"}
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-Item = dict[str, Any]
+from session import Item
 
 # Why a Responses turn stopped early -> Chat's finish reason.
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from session import Item
+
 from ...errors import APIError, invalid_request
 
-Item = dict[str, Any]
 _ROLES = ("system", "developer", "user", "assistant", "tool")
 
 

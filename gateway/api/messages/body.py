@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from session import Item
+
 from ...errors import APIError, invalid_request
 from ..json_body import parse_json_object
-
-Item = dict[str, Any]
 
 
 class MessagesBody(BaseModel):

@@ -11,12 +11,11 @@ a stream cut short, or failed before it began, ends with the open block closed a
 
 from __future__ import annotations
 
-from typing import Any
+from session import Item
 
 from ...upstream.wires.anthropic.passthrough import RAW_EVENT, RAW_MESSAGE
 from .stream import MessagesStream, stream_error_type
 
-Item = dict[str, Any]
 Out = tuple[str, Item]
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _EARLY = frozenset({"response.created", "response.in_progress"})

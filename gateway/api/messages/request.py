@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from session import Item
+
 from ..request_body import CreateResponseBody, InputTokensBody, check_create_body
 from .body import MessagesBody, invalid
 from .thinking import ThinkingSeals
 
-Item = dict[str, Any]
 MIN_OUTPUT_TOKENS = 16  # the Responses floor; a smaller max_tokens is applied after checks
 _CLIENT_TOOL_TYPES = frozenset({None, "custom"})
 _IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from session import Item
+
 from .request import stop_cut
 from .thinking import ThinkingSeals
 
-Item = dict[str, Any]
 _INCOMPLETE = {"max_output_tokens": "max_tokens", "content_filter": "refusal"}
 
 

@@ -11,13 +11,12 @@ the start of a stop sequence is held back until the next delta tells.
 
 from __future__ import annotations
 
-from typing import Any
+from session import Item
 
 from .request import stop_cut
 from .response import early_stop, message_id, messages_usage
 from .thinking import ThinkingSeals
 
-Item = dict[str, Any]
 Out = tuple[str, Item]
 _TEXT_DELTAS = frozenset({"response.output_text.delta", "response.refusal.delta"})
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})

@@ -16,14 +16,13 @@ from typing import Any
 
 import orjson
 
-from session import new_item_id
+from session import Item, new_item_id
 
 from ...sealing import REASONING_PREFIX, THINKING_PREFIX, Sealer
 from ...upstream.reasoning_state import ReasoningState
 from .body import invalid
 
 Block = dict[str, Any]
-Item = dict[str, Any]
 
 
 def reasoning_text(item: Item) -> str:
