@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..models import Item
 from .models import Message
 
-Item = dict[str, Any]
 _TEXT_PARTS = ("text", "input_text", "output_text")
 
 
