@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -222,6 +223,32 @@ def test_the_architecture_names_files_that_exist() -> None:
     ]
     assert named
     assert [path for path in named if not (REPO / path).exists()] == []
+
+
+def _defines(path: Path, name: str) -> bool:
+    """Whether the module at ``path`` defines ``name`` at its top (or a class of it does)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        kinds = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+        if isinstance(node, kinds) and node.name == name:
+            return True
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [])
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return True
+    return False
+
+
+def test_each_step_of_extending_names_what_exists() -> None:
+    """``path:Name`` spans in docs/extending.md: the file exists and defines the name."""
+    spans = code_spans(REPO / "docs" / "extending.md")
+    named = [s for s in spans if re.fullmatch(r"(gateway|session|tests)/[\w/]+\.py(:\w+)?", s)]
+    assert len(named) > 20
+    missing = [
+        span
+        for span in named
+        if not (REPO / span.partition(":")[0]).exists()
+        or (":" in span and not _defines(REPO / span.partition(":")[0], span.partition(":")[2]))
+    ]
+    assert missing == []
 
 
 def test_the_architecture_has_the_layers_the_layer_test_keeps() -> None:
