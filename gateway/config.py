@@ -96,6 +96,9 @@ class ConfigError(Exception):
         self.session = session
 
 
+DEFAULT_ROUTES_KEPT = 256
+
+
 class GatewayConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -114,6 +117,8 @@ class GatewayConfig(BaseModel):
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     file_search: FileSearchSettings = Field(default_factory=FileSearchSettings)
     _routes: dict[str, list[Route]] = PrivateAttr(default_factory=dict)
+    # The routes made for names sent to ``default_provider``, the most recent few.
+    _default_routes: dict[tuple[str, str], list[Route]] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="after")
     def _providers_exist(self) -> GatewayConfig:
@@ -171,7 +176,9 @@ class GatewayConfig(BaseModel):
         """Every deployment of ``model``, in the configured order (none if not routed).
 
         A listed model's routes are made once (a configuration does not change); a name
-        sent to ``default_provider`` gets one made for it, as clients choose those names.
+        sent to ``default_provider`` gets one made for it, kept among the last
+        ``DEFAULT_ROUTES_KEPT`` such names, as clients choose those names (a turn asks for
+        its routes several times).
         """
         made = self._routes.get(model)
         if made is not None:
@@ -194,8 +201,17 @@ class GatewayConfig(BaseModel):
             ]
             return made
         if self.default_provider is not None:
-            name = self.default_provider
-            return [Route(provider_name=name, provider=self.providers[name], upstream_model=model)]
+            name, kept = self.default_provider, self._default_routes
+            provider = self.providers[name]
+            made = kept.get((name, model))
+            if made is not None and made[0].provider is provider:
+                return made
+            if len(kept) >= DEFAULT_ROUTES_KEPT:
+                del kept[next(iter(kept))]
+            made = kept[name, model] = [
+                Route(provider_name=name, provider=provider, upstream_model=model)
+            ]
+            return made
         return []
 
 
