@@ -40,6 +40,7 @@ from .config_sections import (
     ThinkingSettings,
     WireApi,
     host_problem,
+    resolved_workers,
     url_problem,
 )
 from .file_search_settings import FileSearchSettings
@@ -97,6 +98,7 @@ class ConfigError(Exception):
 
 
 DEFAULT_ROUTES_KEPT = 256
+KEYS = ("server", "session")
 
 
 class GatewayConfig(BaseModel):
@@ -119,6 +121,16 @@ class GatewayConfig(BaseModel):
     _routes: dict[str, list[Route]] = PrivateAttr(default_factory=dict)
     # The routes made for names sent to ``default_provider``, the most recent few.
     _default_routes: dict[tuple[str, str], list[Route]] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _auto_workers(cls, data: Any) -> Any:
+        """``server.workers: auto`` knows the store here: one worker on the memory store."""
+        server, session = (data.get(key) if isinstance(data, dict) else None for key in KEYS)
+        if isinstance(server, dict) and server.get("workers") == "auto":
+            backend = session.get("backend", "sqlite") if isinstance(session, dict) else None
+            data = {**data, "server": {**server, "workers": resolved_workers("auto", backend)}}
+        return data
 
     @model_validator(mode="after")
     def _providers_exist(self) -> GatewayConfig:

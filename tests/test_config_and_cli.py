@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -287,3 +288,13 @@ def test_a_name_sent_to_the_default_provider_is_routed_once_and_few_are_kept() -
     assert len(config._default_routes) <= DEFAULT_ROUTES_KEPT
     last = f"name-{DEFAULT_ROUTES_KEPT + 9}"
     assert config.routes(last)[0].upstream_model == last
+
+
+def test_workers_auto_is_a_worker_per_usable_core_and_one_on_the_memory_store() -> None:
+    cores = len(os.sched_getaffinity(0))
+    assert parse_config({"server": {"workers": "auto"}}, env={}).server.workers == cores
+    memory = {"server": {"workers": "auto"}, "session": {"backend": "memory"}}
+    assert parse_config(memory, env={}).server.workers == 1
+    assert parse_config({"server": {"workers": 3}}, env={}).server.workers == 3
+    with pytest.raises(ConfigError, match=r"server\.workers"):
+        parse_config({"server": {"workers": "many"}}, env={})
