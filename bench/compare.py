@@ -1,18 +1,28 @@
-"""Side by side: the fake upstream alone, this gateway on each store, and GodeX.
+"""Side by side: the fake upstream alone, this gateway on each store, GodeX and agentic-api.
 
     python -m bench.compare [--seconds 10] [--rounds 1] [--postgres DSN] [--godex PATH]
-                            [--workers 1] [--soak-seconds 0] [--baseline PYTHON]
+                            [--agentic-api PATH] [--workers 1] [--soak-seconds 0]
+                            [--baseline PYTHON [--baseline-from DIR]]
 
-Every process runs on this machine: a fast fake Chat Completions upstream, each target in
-a process of its own on its default settings (access log on), and wrk (one thread) as the
-load generator, so that the load generator is not the bottleneck. GodeX is measured when
-its binary is found (``--godex``, ``$GODEX``, ``./node_modules/.bin/godex`` or ``godex`` on
-``PATH``; install it with ``npm install @ahoo-wang/godex-linux-x64@1.2.0``), else skipped.
+Every process runs on this machine: a fast fake upstream (Chat Completions and Responses,
+the same answer on both), each target in a process of its own on its default settings
+(access log on), and wrk (one thread) as the load generator, so that the load generator
+is not the bottleneck. GodeX is measured when its binary is found (``--godex``, ``$GODEX``,
+``./node_modules/.bin/godex`` or ``godex`` on ``PATH``; install it with ``npm install
+@ahoo-wang/godex-linux-x64@1.2.0``), vLLM's agentic-api when its ``agentic-server`` is
+(``--agentic-api``, ``$AGENTIC_API``, ``.cache/agentic-api/bin/agentic-server`` or on
+``PATH``; install it with ``python3.11 -m venv .cache/agentic-api &&
+.cache/agentic-api/bin/pip install agentic-api==0.9.0``), else each is skipped. agentic-api
+forwards to a Responses upstream only, so beside it the gateway runs on the ``responses``
+wire too, on the same fake upstream.
 
 Loads: fresh non-streamed turns at 8 connections and at 1; streamed turns at 8; turns
-continuing a 50-turn chain (every request branches from the same tip) at 8. Then, per
-gateway store: the latency added at 1 connection, the time to first byte of a stream
-over direct, and a 10-turn against a 10,000-turn chain continued at 1 connection.
+continuing a 50-turn chain (every request branches from the same tip) at 8. Each cell gives
+the rate, the p50 latency and the server's CPU time per request (user and system of the
+process, its threads and its child processes, read from ``/proc``), which moves far less
+with the machine's other load than the rate. Then the ratios the targets name, and per
+gateway store: the latency added at 1 connection, the time to first byte of a stream over
+direct, and a 10-turn against a 10,000-turn chain continued at 1 connection.
 
 The gateway on SQLite runs twice: with durable commits (``synchronous: full``, the
 default) and with ``synchronous: normal``. The report's first line gives the disk's sync
@@ -35,7 +45,7 @@ import anyio
 import httpx
 
 from .fake_chat import serve_command
-from .load import Result, first_byte_ms, free_port, rss_kib, running, wrk
+from .load import Result, first_byte_ms, free_port, measured, rss_kib, running, wrk
 from .storage import seed, seeded_messages, throwaway_schema
 from .syncs import sync_counts, sync_latency_ms
 
@@ -74,6 +84,32 @@ def find_godex(given: str | None) -> str | None:
     return shutil.which("godex")
 
 
+def find_agentic_api(given: str | None) -> str | None:
+    candidates = (given, os.environ.get("AGENTIC_API"), ".cache/agentic-api/bin/agentic-server")
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file():
+            return candidate
+    return shutil.which("agentic-server")
+
+
+def agentic_api_command(binary: str, folder: Path, port: int, upstream: str) -> list[str]:
+    """agentic-api's gateway alone (no vLLM of its own), on SQLite, forwarding to ``upstream``."""
+    return [
+        os.path.abspath(binary),
+        "--llm-api-base",
+        f"{upstream}/v1",
+        "--openai-api-key",
+        "sk-bench",
+        "--skip-llm-ready-check",
+        "--gateway-host",
+        "127.0.0.1",
+        "--gateway-port",
+        str(port),
+        "--db-url",
+        f"sqlite://{folder / 'agentic-api.db'}?mode=rwc",
+    ]
+
+
 def gateway_config(
     folder: Path,
     port: int,
@@ -82,6 +118,7 @@ def gateway_config(
     dsn: str | None,
     workers: int = 1,
     synchronous: str | None = "full",
+    wire: str = "chat_completions",
 ) -> Path:
     """``synchronous=None`` leaves the setting out, for a baseline older than it."""
     sqlite = {"path": str(folder / f"{port}.db")}
@@ -93,7 +130,7 @@ def gateway_config(
     config = {
         "server": {"port": port, "workers": workers},
         "session": session,
-        "providers": {"fake": {"wire_api": "chat_completions", "base_url": f"{upstream}/v1"}},
+        "providers": {"fake": {"wire_api": wire, "base_url": f"{upstream}/v1"}},
         "default_provider": "fake",
     }
     path = folder / f"gateway-{port}.yaml"
@@ -135,13 +172,17 @@ def run(
     workers: int = 1,
     rounds: int = 1,
     baseline: str | None = None,
+    baseline_from: Path | None = None,
+    agentic_api: str | None = None,
 ) -> str:
     """Run every load against every target; return the report (a Markdown table and notes).
 
     With ``rounds`` above one, each figure is the median of that many runs; the table's
     runs take turns between targets, so a slower spell of the machine falls on all.
     ``baseline``, another installation's Python (an earlier checkout's ``.venv/bin/python``),
-    adds that gateway on SQLite beside this one: a before and after in one run.
+    adds that gateway on SQLite (``full`` and ``normal``) beside this one, run from
+    ``baseline_from`` (the checkout ``-m gateway`` then imports; else a scratch folder): a
+    before and after in one run.
     """
     python = sys.executable
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -194,13 +235,28 @@ def run(
             )
             targets[f"gateway (sqlite, {workers} workers)"] = (base, pid)
         if baseline is not None:
+            for synchronous, name in ((None, ""), ("normal", ", synchronous: normal")):
+                port = free_port()
+                config = gateway_config(folder, port, upstream, "sqlite", None, 1, synchronous)
+                base = f"http://127.0.0.1:{port}"
+                command = [baseline, "-m", "gateway", "serve", "--config", str(config)]
+                # Not from here, where ``-m gateway`` would import this checkout.
+                cwd = baseline_from or folder
+                pid = stack.enter_context(running(command, f"{base}/healthz", cwd=cwd))
+                targets[f"baseline gateway (sqlite{name})"] = (base, pid)
+        agentic_path = find_agentic_api(agentic_api)
+        if agentic_path:
             port = free_port()
-            config = gateway_config(folder, port, upstream, "sqlite", None, synchronous=None)
+            config = gateway_config(folder, port, upstream, "sqlite", None, wire="responses")
             base = f"http://127.0.0.1:{port}"
-            command = [baseline, "-m", "gateway", "serve", "--config", str(config)]
-            # Run from the scratch folder: from here, ``-m gateway`` would import this checkout.
-            pid = stack.enter_context(running(command, f"{base}/healthz", cwd=folder))
-            targets["baseline gateway (sqlite)"] = (base, pid)
+            command = [python, "-m", "gateway", "serve", "--config", str(config)]
+            pid = stack.enter_context(running(command, f"{base}/healthz"))
+            targets[RESPONSES_WIRE] = (base, pid)
+            port = free_port()
+            base = f"http://127.0.0.1:{port}"
+            command = agentic_api_command(agentic_path, folder, port, upstream)
+            pid = stack.enter_context(running(command, f"{base}/health", cwd=folder))
+            targets["agentic-api"] = (base, pid)
         godex_path = find_godex(godex)
         if godex_path:
             port = free_port()
@@ -219,6 +275,10 @@ def run(
             )
             targets["GodeX"] = (base, pid)
 
+        pids = {name: pid for name, (_, pid) in targets.items()}
+        pids["direct upstream"] = upstream_pid
+        table: dict[tuple[str, str], Result] = {}
+
         def repeated(url: str, body: dict[str, Any], connections: int) -> Result:
             runs = [wrk(url, body, connections, seconds, folder) for _ in range(rounds)]
             return Result.median(runs)
@@ -234,24 +294,28 @@ def run(
                 "messages": chain_messages(50) if chained else DIRECT["messages"],
                 "stream": stream,
             }
-            requests = [(f"{upstream}/v1/chat/completions", direct_body)]
+            requests = [("direct upstream", f"{upstream}/v1/chat/completions", direct_body)]
             for name, (base, _) in targets.items():
                 body: dict[str, Any] = {**FRESH, "stream": stream}
                 if chained:
                     body["previous_response_id"] = tips[name]
-                requests.append((f"{base}/v1/responses", body))
+                requests.append((name, f"{base}/v1/responses", body))
             runs: list[list[Result]] = [[] for _ in requests]
             for _ in range(rounds):
-                for index, (url, body) in enumerate(requests):
-                    runs[index].append(wrk(url, body, connections, seconds, folder))
+                for index, (name, url, body) in enumerate(requests):
+                    result = measured(url, body, connections, seconds, folder, pids[name])
+                    runs[index].append(result)
             cells = [Result.median(each) for each in runs]
+            for (name, _, _), cell in zip(requests, cells, strict=True):
+                table[label, name] = cell
             row = [label, *(cell.cell() for cell in cells)]
             if "GodeX" in targets:
                 sqlite = cells[1 + list(targets).index("gateway (sqlite)")]
                 row.append(f"{sqlite.rate / cells[-1].rate:.2f}")
             lines.append("| " + " | ".join(row) + " |")
 
-        notes = ["", "Latency added over direct at 1 connection, and time to first byte:"]
+        notes = ["", *target_ratios(table, list(targets)), ""]
+        notes.append("Latency added over direct at 1 connection, and time to first byte:")
         direct_one = repeated(f"{upstream}/v1/chat/completions", DIRECT, 1)
         direct_ttfb = first_byte_ms(
             f"{upstream}/v1/chat/completions", {**DIRECT, "stream": True}, 100
@@ -299,6 +363,11 @@ def run(
                 f"{early} KiB after 10% of the run, {late} KiB at the end "
                 f"({(late - early) / early * 100:+.1f}%)"
             )
+        if not agentic_path:
+            notes.append(
+                "- agentic-api not found: python3.11 -m venv .cache/agentic-api && "
+                ".cache/agentic-api/bin/pip install agentic-api==0.9.0"
+            )
         if not godex_path:
             notes.append(
                 "- GodeX not found: npm install @ahoo-wang/godex-linux-x64@1.2.0 "
@@ -319,6 +388,44 @@ def run(
         return "\n".join([setting, *lines, *notes])
 
 
+RESPONSES_WIRE = "gateway (sqlite, responses wire)"
+FRESH_LOAD, STREAMED_LOAD = LOADS[0][0], LOADS[2][0]
+
+
+def target_ratios(table: dict[tuple[str, str], Result], targets: list[str]) -> list[str]:
+    """The ratios the targets name: a streamed turn's CPU over a fresh one's (the same
+    answer), this gateway's CPU per request over the baseline's, and the gateway on the
+    ``responses`` wire against agentic-api."""
+
+    def cpu(load: str, name: str) -> float:
+        return table[load, name].cpu_us or float("nan")
+
+    lines = ["Ratios (CPU per request from /proc):"]
+    for name in targets:
+        if name.startswith(("gateway", "baseline")):
+            ratio = cpu(STREAMED_LOAD, name) / cpu(FRESH_LOAD, name)
+            lines.append(f"- {name}: CPU of a streamed turn / a fresh turn {ratio:.2f}")
+    for this, before in (
+        ("gateway (sqlite)", "baseline gateway (sqlite)"),
+        ("gateway (sqlite, synchronous: normal)", "baseline gateway (sqlite, synchronous: normal)"),
+    ):
+        if before in targets:
+            figures = ", ".join(
+                f"{label.split(',')[0]} {cpu(label, this) / cpu(label, before):.2f}"
+                for label, *_ in LOADS
+            )
+            lines.append(f"- {this} / baseline, CPU per request: {figures}")
+    if "agentic-api" in targets:
+        ours, peer = RESPONSES_WIRE, "agentic-api"
+        figures = ", ".join(
+            f"{label.split(',')[0]} {table[label, ours].rate / table[label, peer].rate:.2f}"
+            f" (CPU {cpu(label, ours) / cpu(label, peer):.2f})"
+            for label, *_ in LOADS
+        )
+        lines.append(f"- {RESPONSES_WIRE} / agentic-api, req/s (and CPU per request): {figures}")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--seconds", type=float, default=10)
@@ -326,6 +433,7 @@ def main() -> None:
         "--postgres", metavar="DSN", help="also measure PostgreSQL (throwaway schema)"
     )
     parser.add_argument("--godex", metavar="PATH", help="the godex binary")
+    parser.add_argument("--agentic-api", metavar="PATH", help="agentic-api's agentic-server")
     parser.add_argument("--soak-seconds", type=float, default=0, help="RSS over a long run")
     parser.add_argument("--workers", type=int, default=1, help="also a gateway with N workers")
     parser.add_argument("--rounds", type=int, default=1, help="report medians of N runs")
@@ -334,6 +442,7 @@ def main() -> None:
         metavar="PYTHON",
         help="also a gateway run by this Python (another checkout's venv), for before/after",
     )
+    parser.add_argument("--baseline-from", metavar="DIR", type=Path, help="where it runs from")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("bench.compare needs wrk: apt-get install wrk")
@@ -346,6 +455,8 @@ def main() -> None:
             args.workers,
             args.rounds,
             args.baseline,
+            args.baseline_from,
+            args.agentic_api,
         )
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -23,19 +24,25 @@ class Result:
     p50_ms: float
     p99_ms: float
     errors: int
+    cpu_us: float | None = None  # the server's CPU per request, when measured
 
     def cell(self) -> str:
         text = f"{self.rate:,.0f} req/s, p50 {self.p50_ms:.2f} ms"
+        if self.cpu_us is not None:
+            text += f" · {self.cpu_us:,.0f} µs"
         return text + (f" ({self.errors} errors)" if self.errors else "")
 
     @staticmethod
     def median(runs: list[Result]) -> Result:
-        """The median rate and latencies of repeated runs, and all their errors."""
+        """The median rate, latencies and CPU per request of repeated runs, and all their
+        errors."""
+        costs = [run.cpu_us for run in runs if run.cpu_us is not None]
         return Result(
             statistics.median(run.rate for run in runs),
             statistics.median(run.p50_ms for run in runs),
             statistics.median(run.p99_ms for run in runs),
             sum(run.errors for run in runs),
+            statistics.median(costs) if costs else None,
         )
 
 
@@ -92,6 +99,43 @@ def wrk(url: str, body: dict[str, Any], connections: int, seconds: float, folder
         int(n) for n in re.findall(r"(?:Non-2xx or 3xx responses|timeout|read|write): (\d+)", out)
     )
     return Result(rate, _milliseconds(p50), _milliseconds(p99), errors)
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes started by ``pid``, and theirs."""
+    found: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                found += [int(child), *descendants(int(child))]
+    except FileNotFoundError:
+        pass
+    return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """The time ``pid``, its threads and its live descendants ran on a CPU (user and
+    system): each thread's ``schedstat``, counted by the scheduler to the nanosecond, where
+    ``stat``'s user and system times are sampled at each clock tick."""
+    total = 0
+    for each in (pid, *descendants(pid)):
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            for task in Path(f"/proc/{each}/task").iterdir():
+                total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
+
+
+def measured(
+    url: str, body: dict[str, Any], connections: int, seconds: float, folder: Path, pid: int
+) -> Result:
+    """A :func:`wrk` run with the CPU per request of the server ``pid`` (see
+    :func:`cpu_seconds`), which moves far less with the machine's other load than the rate."""
+    before = cpu_seconds(pid)
+    result = wrk(url, body, connections, seconds, folder)
+    used = cpu_seconds(pid) - before
+    requests = result.rate * max(1, round(seconds))
+    result.cpu_us = used / requests * 1e6 if requests else None
+    return result
 
 
 def first_byte_ms(url: str, body: dict[str, Any], count: int) -> float:

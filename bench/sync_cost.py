@@ -17,7 +17,6 @@ by default a scratch folder): a before and after in one run.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
 import sys
@@ -27,22 +26,10 @@ from pathlib import Path
 
 from .compare import FRESH, gateway_config
 from .fake_chat import serve_command
-from .load import free_port, running, wrk
-from .syncs import descendants, sync_latency_ms
+from .load import cpu_seconds, free_port, running, wrk
+from .syncs import sync_latency_ms
 
 LOADS = [("8 connections", 8), ("1 connection", 1)]
-
-
-def cpu_seconds(pid: int) -> float:
-    """The time ``pid``, its threads and its live descendants ran on a CPU (user and
-    system): each thread's ``schedstat``, counted by the scheduler to the nanosecond, where
-    ``stat``'s user and system times are sampled at each clock tick."""
-    total = 0
-    for each in (pid, *descendants(pid)):
-        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
-            for task in Path(f"/proc/{each}/task").iterdir():
-                total += int((task / "schedstat").read_text().split()[0])
-    return total / 1e9
 
 
 def run(seconds: float, rounds: int, baseline: str | None, baseline_from: Path | None) -> str:

@@ -21,7 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .load import wrk
+from .load import descendants, wrk
 
 T = TypeVar("T")
 SYNC_CALLS = ("fsync", "fdatasync")
@@ -83,19 +83,6 @@ def count_syncs(pid: int, load: Callable[[], T], folder: Path) -> tuple[int, T]:
         tracer.send_signal(signal.SIGINT)  # detach and write the summary
         tracer.communicate(timeout=60)  # and close its error pipe
     return parse_summary(summary.read_text()), result
-
-
-def descendants(pid: int) -> list[int]:
-    """The processes started by ``pid``, and theirs (strace ``-f`` follows only the ones
-    started after it attached)."""
-    found: list[int] = []
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            for child in (task / "children").read_text().split():
-                found += [int(child), *descendants(int(child))]
-    except FileNotFoundError:
-        pass
-    return found
 
 
 def parse_summary(text: str) -> int:

@@ -38,6 +38,7 @@ from .config_sections import (
     ServerSettings,
     ThinkingSettings,
     host_problem,
+    resolved_workers,
     url_problem,
 )
 from .file_search_settings import FileSearchSettings
@@ -97,6 +98,10 @@ class ConfigError(Exception):
         self.session = session
 
 
+DEFAULT_ROUTES_KEPT = 256
+KEYS = ("server", "session")
+
+
 class GatewayConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -115,6 +120,18 @@ class GatewayConfig(BaseModel):
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     file_search: FileSearchSettings = Field(default_factory=FileSearchSettings)
     _routes: dict[str, list[Route]] = PrivateAttr(default_factory=dict)
+    # The routes made for names sent to ``default_provider``, the most recent few.
+    _default_routes: dict[tuple[str, str], list[Route]] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _auto_workers(cls, data: Any) -> Any:
+        """``server.workers: auto`` knows the store here: one worker on the memory store."""
+        server, session = (data.get(key) if isinstance(data, dict) else None for key in KEYS)
+        if isinstance(server, dict) and server.get("workers") == "auto":
+            backend = session.get("backend", "sqlite") if isinstance(session, dict) else None
+            data = {**data, "server": {**server, "workers": resolved_workers("auto", backend)}}
+        return data
 
     @model_validator(mode="after")
     def _providers_exist(self) -> GatewayConfig:
@@ -172,7 +189,9 @@ class GatewayConfig(BaseModel):
         """Every deployment of ``model``, in the configured order (none if not routed).
 
         A listed model's routes are made once (a configuration does not change); a name
-        sent to ``default_provider`` gets one made for it, as clients choose those names.
+        sent to ``default_provider`` gets one made for it, kept among the last
+        ``DEFAULT_ROUTES_KEPT`` such names, as clients choose those names (a turn asks for
+        its routes several times).
         """
         made = self._routes.get(model)
         if made is not None:
@@ -195,8 +214,17 @@ class GatewayConfig(BaseModel):
             ]
             return made
         if self.default_provider is not None:
-            name = self.default_provider
-            return [Route(provider_name=name, provider=self.providers[name], upstream_model=model)]
+            name, kept = self.default_provider, self._default_routes
+            provider = self.providers[name]
+            made = kept.get((name, model))
+            if made is not None and made[0].provider is provider:
+                return made
+            if len(kept) >= DEFAULT_ROUTES_KEPT:
+                del kept[next(iter(kept))]
+            made = kept[name, model] = [
+                Route(provider_name=name, provider=provider, upstream_model=model)
+            ]
+            return made
         return []
 
     def fallback_order(self, model: str, *, context_window: bool = False) -> list[str]:

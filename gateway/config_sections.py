@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from typing import Literal
 from urllib.parse import urlsplit
@@ -87,6 +88,19 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def usable_cores() -> int:
+    """The CPUs this process may run on (its affinity, as a container's cpuset limits it)."""
+    return len(os.sched_getaffinity(0))
+
+
+def resolved_workers(workers: object, backend: object) -> object:
+    """``server.workers: auto``: a worker per usable core, or one on the memory store,
+    whose turns each process would keep for itself."""
+    if workers != "auto":
+        return workers
+    return 1 if backend == "memory" else usable_cores()
+
+
 class ServerSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
@@ -106,10 +120,15 @@ class ServerSettings(_Section):
     shutdown_grace_seconds: int = Field(default=30, ge=0)
     allowed_hosts: list[str] | None = None
     allowed_origins: list[str] = Field(default_factory=list)
-    workers: int = Field(default=1, ge=1)
+    workers: int = Field(default=1, ge=1)  # "auto" in config.yaml: see resolved_workers
     log_format: Literal["text", "json"] = "text"
     heartbeat_seconds: float = Field(default=10.0, gt=0)
     heartbeat_timeout_seconds: float = Field(default=40.0, gt=0, validate_default=True)
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _auto_workers(cls, workers: object) -> object:
+        return resolved_workers(workers, None)
 
     @field_validator("host")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,33 @@ def test_chains_survive_a_restart_on_sqlite(
     assert second.previous_response_id == first.id
     contents = [m["content"] for m in fake.last["messages"]]
     assert contents == ["before restart", "reply to: before restart", "after restart"]
+
+
+def test_a_name_sent_to_the_default_provider_is_routed_once_and_few_are_kept() -> None:
+    from gateway.config import DEFAULT_ROUTES_KEPT
+
+    echo = {"wire_api": "echo"}
+    config = parse_config({"providers": {"a": echo, "b": echo}, "default_provider": "a"}, env={})
+    first = config.routes("some-model")
+    assert config.routes("some-model") is first  # made once, not at every turn
+    assert [(r.provider_name, r.upstream_model) for r in first] == [("a", "some-model")]
+    other = config.model_copy(update={"default_provider": "b"})
+    assert [r.provider_name for r in other.routes("some-model")] == ["b"]
+    providers = {**config.providers, "a": config.providers["b"]}
+    moved = config.model_copy(update={"providers": providers})
+    assert moved.routes("some-model")[0].provider is providers["a"]
+    for n in range(DEFAULT_ROUTES_KEPT + 10):  # names clients choose: the last few kept
+        config.routes(f"name-{n}")
+    assert len(config._default_routes) <= DEFAULT_ROUTES_KEPT
+    last = f"name-{DEFAULT_ROUTES_KEPT + 9}"
+    assert config.routes(last)[0].upstream_model == last
+
+
+def test_workers_auto_is_a_worker_per_usable_core_and_one_on_the_memory_store() -> None:
+    cores = len(os.sched_getaffinity(0))
+    assert parse_config({"server": {"workers": "auto"}}, env={}).server.workers == cores
+    memory = {"server": {"workers": "auto"}, "session": {"backend": "memory"}}
+    assert parse_config(memory, env={}).server.workers == 1
+    assert parse_config({"server": {"workers": 3}}, env={}).server.workers == 3
+    with pytest.raises(ConfigError, match=r"server\.workers"):
+        parse_config({"server": {"workers": "many"}}, env={})

@@ -48,6 +48,12 @@ class EventStream(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
         await send(start)
+        ended = False
         async for events in self._events:
-            await send({"type": "http.response.body", "body": sse(events), "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+            if ended:
+                continue  # nothing follows a terminal event; the turn's task ends by itself
+            # A stream's terminal event is its last: it ends the body in the same message.
+            ended = events[-1].terminal
+            await send({"type": "http.response.body", "body": sse(events), "more_body": not ended})
+        if not ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -18,6 +18,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import orjson
 from prometheus_client import Gauge
 
 from session import Item, SaveConflict, StoredResponse
@@ -205,7 +206,8 @@ async def _pump(
         if kept is not None:
             kept.add(number, sent.data)
 
-    started = response_object(turn.record, store=turn.store)
+    # The same response object opens the stream twice: encoded once.
+    started = orjson.Fragment(orjson.dumps(response_object(turn.record, store=turn.store)))
     emit({"type": "response.created", "response": started})
     emit({"type": "response.in_progress", "response": started})
     # Let the first events leave before the rest: an upstream whose whole answer is
