@@ -34,7 +34,7 @@ from session.shared import SharedLimits
 
 from ..api.request_body import CreateResponseBody, InputTokensBody
 from ..api.response_object import response_object
-from ..config import GatewayConfig
+from ..config import GatewayConfig, Route
 from ..context.compaction import AutoCompacting, CompactingUpstream, compact_threshold
 from ..context.items import model_context
 from ..context.tokens import TokenCounter
@@ -56,6 +56,7 @@ from ..upstream.hosted.file_search import Searcher
 from ..upstream.hosted.mcp import has_mcp, scrubbed
 from ..upstream.hosted.support import check_tools
 from ..upstream.hosted.wrap import with_hosted
+from ..upstream.routing.affinity import Sticky
 from ..upstream.transport.addresses import Resolver
 from .background import BackgroundTurns
 from .concurrency import KeyedLocks
@@ -276,21 +277,9 @@ class ResponsesService:
                 body.prompt_cache_key,
                 continued,
             )
-            upstream = self.upstreams.routed(body.model, project, sticky)
-            upstream = await with_hosted(  # MCP, web search: the tools the gateway runs
-                upstream,
-                self.config,
-                route.provider,
-                request,
-                len(snapshot.input),
-                types,
-                self.resolver,
-                self.tracer,
-                self.files,
-                project,
+            upstream = await self._stack(
+                body, project, route, request, len(snapshot.input), types, history_count, sticky
             )
-            if upstream.capabilities.compact is None:  # else it compacts by itself
-                upstream = await self._compacting(upstream, body, project, request, history_count)
             yield Turn(
                 record,
                 body.store,
@@ -305,6 +294,44 @@ class ResponsesService:
                 metrics=self.metrics,
                 timeline=timeline,
             )
+
+    async def _stack(
+        self,
+        body: CreateResponseBody,
+        project: str,
+        route: Route,
+        request: Item,
+        own_count: int,
+        types: frozenset[str | None] | None,
+        history_count: int,
+        sticky: Sticky,
+    ) -> Upstream:
+        """The turn's upstream, in its layers from the inside out:
+
+        1. each attempt: the wire's adapter for one deployment and key, metered
+           (:meth:`Upstreams.upstream`);
+        2. routed over the model's deployments, keys, retries and fallbacks, the place of its
+           prompt cache first;
+        3. the tools the gateway runs (MCP, web search, file search) looping over model calls,
+           each through 2; their 400s raised here, before anything is sent;
+        4. a compaction first, when the request asks for one and 3 cannot compact by itself.
+        """
+        upstream: Upstream = self.upstreams.routed(body.model, project, sticky)
+        upstream = await with_hosted(
+            upstream,
+            self.config,
+            route.provider,
+            request,
+            own_count,
+            types,
+            self.resolver,
+            self.tracer,
+            self.files,
+            project,
+        )
+        if upstream.capabilities.compact is None:  # else it compacts by itself
+            upstream = await self._compacting(upstream, body, project, request, history_count)
+        return upstream
 
     async def _compacting(
         self,
