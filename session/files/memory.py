@@ -1,4 +1,5 @@
-"""The file store in memory: records in dictionaries, exact search over every chunk.
+"""The file store in memory: records in dictionaries, exact search over every chunk of
+the files that pass the filter, in one matrix product.
 
 Every method runs without awaiting, so each is atomic on the event loop.
 """
@@ -9,7 +10,10 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+import numpy as np
+
 from .errors import FileObjectNotFound
+from .filters import matches
 from .models import (
     Candidate,
     Chunk,
@@ -22,7 +26,7 @@ from .models import (
     VectorStore,
     VectorStoreFile,
 )
-from .ranking import rank, text_order
+from .ranking import depth_of, fuse, hit_of, nearest, text_order
 from .store import Order
 
 T = TypeVar("T")
@@ -210,25 +214,40 @@ class MemoryFiles:
     async def search_chunks(
         self, project: str, store_ids: list[str], query: SearchQuery
     ) -> list[Hit]:
-        candidates: list[Candidate] = []
-        for (store_id, file_id), chunks in self._chunks.items():
-            attached = self._attached.get((store_id, file_id))
-            record = self._file_records.get(file_id)
-            if store_id not in store_ids or attached is None or attached.project != project:
-                continue
-            name = record.filename if record is not None else file_id
-            candidates += [
-                Candidate(
-                    len(candidates) + n,
-                    store_id,
-                    file_id,
-                    name,
-                    c.position,
-                    c.text,
-                    c.vector,
-                    attached.attributes,
-                )
-                for n, c in enumerate(chunks)
-            ]
-        by_text = text_order(candidates, query.text) if query.text_weight > 0 else []
-        return rank(candidates, query, by_text)
+        found: list[tuple[VectorStoreFile, Chunk]] = []
+        for key, chunks in self._chunks.items():
+            attached = self._attached.get(key)
+            if (
+                key[0] in store_ids
+                and attached is not None
+                and attached.project == project
+                and matches(query.filters, attached.attributes)
+            ):
+                found += [(attached, c) for c in chunks if len(c.vector) == len(query.vector)]
+        if not found:
+            return []
+        matrix = np.frombuffer(b"".join(c.vector for _, c in found), dtype="<f4")
+        by_vector = nearest(matrix.reshape(len(found), -1), query.vector, depth_of(query))
+        by_text: list[int] = []
+        if query.text_weight > 0:
+            by_text = text_order(
+                [self._candidate(n, *pair) for n, pair in enumerate(found)], query.text
+            )
+        return [
+            hit_of(self._candidate(n, *found[n]), score)
+            for n, score in fuse(by_vector, by_text, query)
+        ]
+
+    def _candidate(self, key: int, attached: VectorStoreFile, chunk: Chunk) -> Candidate:
+        record = self._file_records.get(attached.file_id)
+        name = record.filename if record is not None else attached.file_id
+        return Candidate(
+            key,
+            attached.store_id,
+            attached.file_id,
+            name,
+            chunk.position,
+            chunk.text,
+            chunk.vector,
+            attached.attributes,
+        )
