@@ -238,6 +238,9 @@ class MemoryFiles:
             for n, score in fuse(by_vector, by_text, query)
         ]
 
+    async def search_index(self) -> tuple[str, str | None]:
+        return "exact, every vector compared in memory", None
+
     def _candidate(self, key: int, attached: VectorStoreFile, chunk: Chunk) -> Candidate:
         record = self._file_records.get(attached.file_id)
         name = record.filename if record is not None else attached.file_id

@@ -317,9 +317,15 @@ class SQLFiles:
         hits: list[Hit] = await self._read(search)
         return hits
 
-    def search_index(self) -> str | None:
-        """pgvector's index, if the store searches through it (``None``: exactly)."""
-        return None if self.vector_index is None else "pgvector"
+    vector_index_problem: str | None = None  # why a PostgreSQL store has no index
+
+    async def search_index(self) -> tuple[str, str | None]:
+        await self._read(lambda: ops_run("SELECT 1", {}))  # the store opened: its index known
+        if self.vector_index is not None:
+            return f"pgvector's HNSW index (cosine), in schema {self.vector_index.schema}", None
+        if self.dialect.postgres:
+            return "exact, every vector compared in numpy", self.vector_index_problem
+        return "exact, every vector of the files the filter keeps compared in numpy", None
 
 
 def ops_run(sql: str, params: dict[str, Any]) -> Returning[None]:

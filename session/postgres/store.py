@@ -106,7 +106,6 @@ class PostgresStore(SQLStore):
         self._ready = False
         self._opening = asyncio.Lock()
         self.schema_version = 0
-        self.vector_index_problem: str | None = None  # why search has no index, once open
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[tuple[Any, ...]]]:
