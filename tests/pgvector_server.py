@@ -22,11 +22,11 @@ def pgvector_server(folder: Path) -> Iterator[str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            import pgserver
+            from pgserver.postgres_server import get_server
         except ImportError:
             pytest.skip(f"{PGVECTOR_SKIP} is not installed: pip install -e '.[test]'")
         try:
-            server = pgserver.get_server(folder, cleanup_mode="delete")
+            server = get_server(folder, cleanup_mode="delete")
         except Exception as error:  # its start-up fails in many ways: each a reason to skip
             pytest.skip(f"{PGVECTOR_SKIP} did not start: {type(error).__name__}: {error}")
     try:

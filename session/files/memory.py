@@ -7,8 +7,10 @@ Every method runs without awaiting, so each is atomic on the event loop.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -26,10 +28,37 @@ from .models import (
     VectorStore,
     VectorStoreFile,
 )
-from .ranking import depth_of, fuse, hit_of, nearest, text_order
+from .ranking import best_of, bm25_order, depth_of, fuse, hit_of, words
 from .store import Order
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A file's chunks, with their vectors as one matrix for each length (the chunks'
+    indexes and the matrix) and their words counted, made once as the file is kept."""
+
+    chunks: list[Chunk]
+    by_length: dict[int, tuple[list[int], np.ndarray[Any, Any]]]
+    words: list[Counter[str]]
+
+
+def kept(chunks: list[Chunk]) -> Kept:
+    lengths: dict[int, list[int]] = {}
+    for n, chunk in enumerate(chunks):
+        lengths.setdefault(len(chunk.vector), []).append(n)
+    by_length = {
+        length: (
+            positions,
+            np.frombuffer(b"".join(chunks[n].vector for n in positions), dtype="<f4").reshape(
+                len(positions), -1
+            ),
+        )
+        for length, positions in lengths.items()
+        if length
+    }
+    return Kept(list(chunks), by_length, [Counter(words(c.text)) for c in chunks])
 
 
 def page(
@@ -56,7 +85,7 @@ class MemoryFiles:
         self._vector_stores: dict[str, VectorStore] = {}
         self._attached: dict[tuple[str, str], VectorStoreFile] = {}
         self._batches: dict[str, FileBatch] = {}
-        self._chunks: dict[tuple[str, str], list[Chunk]] = {}
+        self._chunks: dict[tuple[str, str], Kept] = {}
 
     # -- files -------------------------------------------------------------------------
 
@@ -190,7 +219,7 @@ class MemoryFiles:
         if not self._current(attached):
             return False
         key = (attached.store_id, attached.file_id)
-        self._chunks[key] = list(chunks)
+        self._chunks[key] = kept(chunks)
         self._attached[key] = dataclasses.replace(
             self._attached[key], status="completed", usage_bytes=usage_bytes, last_error=None
         )
@@ -207,34 +236,37 @@ class MemoryFiles:
 
     async def file_chunks(self, project: str, store_id: str, file_id: str) -> list[str]:
         await self.get_vector_store_file(project, store_id, file_id)
-        return [c.text for c in self._chunks.get((store_id, file_id), [])]
+        found = self._chunks.get((store_id, file_id))
+        return [] if found is None else [c.text for c in found.chunks]
 
     # -- search ------------------------------------------------------------------------
 
     async def search_chunks(
         self, project: str, store_ids: list[str], query: SearchQuery
     ) -> list[Hit]:
-        found: list[tuple[VectorStoreFile, Chunk]] = []
-        for key, chunks in self._chunks.items():
+        rows: list[tuple[VectorStoreFile, Chunk]] = []
+        similarities, docs = [], []
+        wanted = np.frombuffer(query.vector, dtype="<f4")
+        for key, found in self._chunks.items():
             attached = self._attached.get(key)
             if (
-                key[0] in store_ids
-                and attached is not None
-                and attached.project == project
-                and matches(query.filters, attached.attributes)
+                key[0] not in store_ids
+                or attached is None
+                or attached.project != project
+                or not matches(query.filters, attached.attributes)
+                or (same := found.by_length.get(len(query.vector))) is None
             ):
-                found += [(attached, c) for c in chunks if len(c.vector) == len(query.vector)]
-        if not found:
+                continue
+            positions, matrix = same
+            similarities.append(matrix @ wanted)
+            rows += [(attached, found.chunks[n]) for n in positions]
+            docs += [found.words[n] for n in positions] if query.text_weight > 0 else []
+        if not rows:
             return []
-        matrix = np.frombuffer(b"".join(c.vector for _, c in found), dtype="<f4")
-        by_vector = nearest(matrix.reshape(len(found), -1), query.vector, depth_of(query))
-        by_text: list[int] = []
-        if query.text_weight > 0:
-            by_text = text_order(
-                [self._candidate(n, *pair) for n, pair in enumerate(found)], query.text
-            )
+        by_vector = best_of(np.concatenate(similarities), depth_of(query))
+        by_text = bm25_order(docs, range(len(docs)), query.text) if docs else []
         return [
-            hit_of(self._candidate(n, *found[n]), score)
+            hit_of(self._candidate(n, *rows[n]), score)
             for n, score in fuse(by_vector, by_text, query)
         ]
 

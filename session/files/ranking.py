@@ -41,14 +41,22 @@ def vector_bytes(vector: list[float]) -> bytes:
 def text_order(candidates: list[Candidate], text: str) -> list[int]:
     """The keys of the candidates holding the query's words, best first (BM25), for a
     backend without full-text search of its own."""
-    query = set(words(text))
-    if not query or not candidates:
-        return []
     docs = [Counter(words(c.text)) for c in candidates]
+    return bm25_order(docs, [c.key for c in candidates], text)
+
+
+def bm25_order(docs: Sequence[Counter[str]], keys: Sequence[int], text: str) -> list[int]:
+    """The keys of the documents (each its words counted) holding the query's words, best
+    first by BM25."""
+    query = set(words(text))
+    if not query or not docs:
+        return []
     average = sum(sum(d.values()) for d in docs) / len(docs) or 1.0
     holding = {w: sum(1 for d in docs if w in d) for w in query}
     scored: list[tuple[float, int]] = []
-    for candidate, doc in zip(candidates, docs, strict=True):
+    for key, doc in zip(keys, docs, strict=True):
+        if query.isdisjoint(doc):
+            continue
         length = sum(doc.values())
         score = 0.0
         for word in query:
@@ -58,7 +66,7 @@ def text_order(candidates: list[Candidate], text: str) -> list[int]:
             idf = math.log(1 + (len(docs) - holding[word] + 0.5) / (holding[word] + 0.5))
             score += idf * count * 2.2 / (count + 1.2 * (0.25 + 0.75 * length / average))
         if score > 0:
-            scored.append((score, candidate.key))
+            scored.append((score, key))
     scored.sort(key=lambda pair: -pair[0])
     return [key for _, key in scored]
 
@@ -68,7 +76,13 @@ def nearest(matrix: np.ndarray[Any, Any], wanted: bytes, depth: int) -> list[tup
     first (ties: the lower row), with their cosine similarity."""
     if not len(matrix) or depth <= 0:
         return []
-    similarity = matrix @ np.frombuffer(wanted, dtype="<f4")
+    return best_of(matrix @ np.frombuffer(wanted, dtype="<f4"), depth)
+
+
+def best_of(similarity: np.ndarray[Any, Any], depth: int) -> list[tuple[int, float]]:
+    """The ``depth`` best of the similarities, best first (ties: the lower index)."""
+    if not len(similarity) or depth <= 0:
+        return []
     if depth < len(similarity):
         picked = np.argpartition(-similarity, depth - 1)[:depth]
     else:
