@@ -3,7 +3,7 @@
     python -m bench.search [--chunks 10000,100000] [--queries 50] [--dsn postgresql://...]
         [--pgvector-dsn postgresql://... | --pgserver]
 
-Chunks are random unit vectors (256 dimensions, a fixed seed) with texts of random words,
+Chunks are unit vectors in clusters (256 dimensions, a fixed seed) with texts of random words,
 kept in files of 500 chunks each. Ingest is chunks per second through ``finish_file`` (the
 write a processed file makes); a search is one ``search_chunks`` call, vector alone and
 hybrid (full text fused in), and a filtered one (an attribute half the files have).
@@ -41,6 +41,8 @@ from session.files import (
 DIMENSIONS = 256
 PER_FILE = 500
 WORDS = [f"w{n}" for n in range(2000)]
+CLUSTER, SPREAD = 100, 0.5  # chunks per cluster; a chunk's distance from its cluster's center
+NOISE = 0.3  # a query's distance from the chunk it is made from
 STATIC = {"type": "static", "static": {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}}
 
 
@@ -82,8 +84,12 @@ def analyse(dsn: str) -> None:
 
 
 def data(count: int) -> tuple[np.ndarray[Any, Any], list[str]]:
+    """Unit vectors in clusters of about ``CLUSTER`` (as embeddings of related texts are),
+    and texts of random words."""
     rng = np.random.default_rng(7)
-    vectors = rng.standard_normal((count, DIMENSIONS)).astype("<f4")
+    centers = rng.standard_normal((max(1, count // CLUSTER), DIMENSIONS))
+    spread = rng.standard_normal((count, DIMENSIONS)) * (SPREAD / np.sqrt(DIMENSIONS))
+    vectors = (centers[rng.integers(len(centers), size=count)] + spread).astype("<f4")
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     texts = [" ".join(rng.choice(WORDS, 40)) for _ in range(count)]
     return vectors, texts
@@ -121,7 +127,8 @@ async def run(backend: str, count: int, queries: int, dsn: str | None) -> str:
         vector_times, hybrid_times, filtered_times, recalls = [], [], [], []
         for _ in range(queries):
             target = int(rng.integers(count))
-            wanted = vectors[target] + 0.5 * rng.standard_normal(DIMENSIONS).astype("<f4")
+            noise = NOISE / np.sqrt(DIMENSIONS) * rng.standard_normal(DIMENSIONS)
+            wanted = vectors[target] + noise.astype("<f4")
             wanted = (wanted / np.linalg.norm(wanted)).astype("<f4")
             query = SearchQuery(texts[target][:30], wanted.tobytes(), limit=10)
             began = time.perf_counter()
@@ -152,7 +159,11 @@ async def run(backend: str, count: int, queries: int, dsn: str | None) -> str:
 
 
 async def main(
-    sizes: list[int], queries: int, dsn: str | None, pgvector_dsn: str | None = None
+    sizes: list[int],
+    queries: int,
+    dsn: str | None,
+    pgvector_dsn: str | None = None,
+    only: set[str] | None = None,
 ) -> None:
     print(
         "backend    chunks   ingest/s  vec p50  vec p99  hyb p50  hyb p99  "
@@ -162,6 +173,8 @@ async def main(
     backends += [("postgres", dsn)] if dsn else []
     backends += [("pgvector", pgvector_dsn)] if pgvector_dsn else []
     for backend, url in backends:
+        if only and backend not in only:
+            continue
         for count in sizes:
             print(await run(backend, count, queries, url), flush=True)
 
@@ -190,7 +203,9 @@ if __name__ == "__main__":
     parser.add_argument("--dsn", default=None, help="PostgreSQL without pgvector")
     parser.add_argument("--pgvector-dsn", default=None, help="PostgreSQL with pgvector")
     parser.add_argument("--pgserver", action="store_true", help="start one with pgvector")
+    parser.add_argument("--only", default="", help="comma-separated backends to run")
     args = parser.parse_args()
     sizes = [int(n) for n in args.chunks.split(",")]
     with pgserver_dsn() if args.pgserver else nullcontext(args.pgvector_dsn) as pgvector:
-        anyio.run(main, sizes, args.queries, args.dsn, pgvector)
+        only = set(filter(None, args.only.split(",")))
+        anyio.run(main, sizes, args.queries, args.dsn, pgvector, only)

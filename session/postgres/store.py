@@ -21,7 +21,7 @@ from ..agent_store import AgentStore, CursorKey
 from ..agent_store.store import OperationFactory
 from ..chain import DEFAULT_MAX_DEPTH, chain_turn
 from ..errors import InvalidData, ResponseNotFound, SaveConflict, StoreUnavailable
-from ..files.pgvector import backfill, found_index
+from ..files.pgvector import NO_PGVECTOR, backfill, found_index
 from ..models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
 from ..paging import Order, page_items
 from ..policy import ExistingTurn, check_save
@@ -141,9 +141,12 @@ class PostgresStore(SQLStore):
         """pgvector's column, added now if the server was given pgvector since the last
         start, and the chunks kept before it moved into it."""
         async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            await conn.execute(ENABLE_PGVECTOR)
             index, self.vector_index_problem = await drive_async(conn, found_index())
+        if index is None and self.vector_index_problem != NO_PGVECTOR:
+            async with conn.transaction():  # no table lock at a start that changes nothing
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                await conn.execute(ENABLE_PGVECTOR)
+                index, self.vector_index_problem = await drive_async(conn, found_index())
         if index is not None:
             moved = 1
             while moved:
