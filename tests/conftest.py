@@ -76,6 +76,22 @@ def postgres_dsn() -> Iterator[str]:
         yield dsn
 
 
+@pytest.fixture(scope="session")
+def pgvector_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The DSN of a PostgreSQL server with pgvector, for the test session."""
+    from .pgvector_server import pgvector_server
+
+    with pgvector_server(tmp_path_factory.mktemp("pgvector")) as dsn:
+        yield dsn
+
+
+@pytest.fixture
+def pgvector_dsn(pgvector_base: str) -> Iterator[str]:
+    """A DSN whose search_path is a fresh schema of the pgvector server, dropped after."""
+    with throwaway_schema(pgvector_base) as dsn:
+        yield dsn
+
+
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store_factory(request: Any, tmp_path: Path) -> StoreFactory:
     """Opens the backend under test with the given options (``max_depth``)."""

@@ -34,6 +34,17 @@ async def test_the_search_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> 
     assert all(row.split()[-1] == "1.00" for row in rows)  # the search is exact
 
 
+@pytest.mark.anyio
+async def test_the_search_benchmark_measures_the_index(
+    capsys: pytest.CaptureFixture[str], pgvector_base: str
+) -> None:
+    await search.main([1000], 3, None, pgvector_base)
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["memory", "sqlite", "pgvector"]
+    recall = float(rows[-1].split()[-1])  # the HNSW index's, against exact search
+    assert 0.8 <= recall <= 1.0
+
+
 # Its loads run for a fixed 1 s each; starting the servers and seeding a 10,000-turn chain
 # take longer the busier the machine is, past the suite's default limit on a loaded one.
 @pytest.mark.timeout(900)

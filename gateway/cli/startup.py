@@ -266,8 +266,8 @@ def summary(config: GatewayConfig, config_file: Path) -> list[str]:
         )
     if (embeddings := config.file_search.embeddings_model) is not None:
         lines.append(
-            f"file search: embeddings by {embeddings}; vector search is exact, in the gateway's "
-            "process (no sqlite-vec or pgvector index), fused with the store's full text"
+            f"file search: embeddings by {embeddings}; hybrid search fuses the store's full "
+            "text (how vectors are compared is said once the store opens)"
         )
     lines.append(f"auth: {_auth(config)}")
     workers = config.server.workers

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from session import SessionStore
+from session import SessionStore, StoreUnavailable
 from session.files import FileObjectNotFound, FileStore, Hit
 from session.shared import SharedLimits
 
@@ -23,6 +23,7 @@ from .embeddings import MeteredEmbeddings
 from .spending import Spending
 
 logger = logging.getLogger(__name__)
+server_logger = logging.getLogger("gateway.server")  # the start-up lines'
 
 
 @dataclass
@@ -81,6 +82,19 @@ class FileServices:
         return await search(files, self.embed_texts, project, store_ids, query, options, key_id)
 
 
+async def say_search_index(files: FileStore) -> None:
+    """Log at start-up how vector store searches compare vectors: a warning when the
+    store could have an index and has none, saying what gives it one."""
+    try:
+        how, problem = await files.search_index()
+    except StoreUnavailable:
+        return  # said once the store is back: its first search opens it
+    if problem is None:
+        server_logger.info("vector store search: %s", how)
+    else:
+        server_logger.warning("vector store search: %s: %s", how, problem)
+
+
 @asynccontextmanager
 async def file_services(
     config: GatewayConfig,
@@ -105,6 +119,8 @@ async def file_services(
             "embeddings to enable vector stores and the file_search tool"
         )
     services = FileServices(config, embeddings, files, ingestion)
+    if ingestion is not None and files is not None:
+        await say_search_index(files)
     try:
         yield services
     finally:

@@ -1,4 +1,5 @@
-"""The file store in memory: records in dictionaries, exact search over every chunk.
+"""The file store in memory: records in dictionaries, exact search over every chunk of
+the files that pass the filter, in one matrix product.
 
 Every method runs without awaiting, so each is atomic on the event loop.
 """
@@ -6,10 +7,15 @@ Every method runs without awaiting, so each is atomic on the event loop.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
 
 from .errors import FileObjectNotFound
+from .filters import matches
 from .models import (
     Candidate,
     Chunk,
@@ -22,10 +28,37 @@ from .models import (
     VectorStore,
     VectorStoreFile,
 )
-from .ranking import rank, text_order
+from .ranking import best_of, bm25_order, depth_of, fuse, hit_of, words
 from .store import Order
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A file's chunks, with their vectors as one matrix for each length (the chunks'
+    indexes and the matrix) and their words counted, made once as the file is kept."""
+
+    chunks: list[Chunk]
+    by_length: dict[int, tuple[list[int], np.ndarray[Any, Any]]]
+    words: list[Counter[str]]
+
+
+def kept(chunks: list[Chunk]) -> Kept:
+    lengths: dict[int, list[int]] = {}
+    for n, chunk in enumerate(chunks):
+        lengths.setdefault(len(chunk.vector), []).append(n)
+    by_length = {
+        length: (
+            positions,
+            np.frombuffer(b"".join(chunks[n].vector for n in positions), dtype="<f4").reshape(
+                len(positions), -1
+            ),
+        )
+        for length, positions in lengths.items()
+        if length
+    }
+    return Kept(list(chunks), by_length, [Counter(words(c.text)) for c in chunks])
 
 
 def page(
@@ -52,7 +85,7 @@ class MemoryFiles:
         self._vector_stores: dict[str, VectorStore] = {}
         self._attached: dict[tuple[str, str], VectorStoreFile] = {}
         self._batches: dict[str, FileBatch] = {}
-        self._chunks: dict[tuple[str, str], list[Chunk]] = {}
+        self._chunks: dict[tuple[str, str], Kept] = {}
 
     # -- files -------------------------------------------------------------------------
 
@@ -186,7 +219,7 @@ class MemoryFiles:
         if not self._current(attached):
             return False
         key = (attached.store_id, attached.file_id)
-        self._chunks[key] = list(chunks)
+        self._chunks[key] = kept(chunks)
         self._attached[key] = dataclasses.replace(
             self._attached[key], status="completed", usage_bytes=usage_bytes, last_error=None
         )
@@ -203,32 +236,53 @@ class MemoryFiles:
 
     async def file_chunks(self, project: str, store_id: str, file_id: str) -> list[str]:
         await self.get_vector_store_file(project, store_id, file_id)
-        return [c.text for c in self._chunks.get((store_id, file_id), [])]
+        found = self._chunks.get((store_id, file_id))
+        return [] if found is None else [c.text for c in found.chunks]
 
     # -- search ------------------------------------------------------------------------
 
     async def search_chunks(
         self, project: str, store_ids: list[str], query: SearchQuery
     ) -> list[Hit]:
-        candidates: list[Candidate] = []
-        for (store_id, file_id), chunks in self._chunks.items():
-            attached = self._attached.get((store_id, file_id))
-            record = self._file_records.get(file_id)
-            if store_id not in store_ids or attached is None or attached.project != project:
+        rows: list[tuple[VectorStoreFile, Chunk]] = []
+        similarities, docs = [], []
+        wanted = np.frombuffer(query.vector, dtype="<f4")
+        for key, found in self._chunks.items():
+            attached = self._attached.get(key)
+            if (
+                key[0] not in store_ids
+                or attached is None
+                or attached.project != project
+                or not matches(query.filters, attached.attributes)
+                or (same := found.by_length.get(len(query.vector))) is None
+            ):
                 continue
-            name = record.filename if record is not None else file_id
-            candidates += [
-                Candidate(
-                    len(candidates) + n,
-                    store_id,
-                    file_id,
-                    name,
-                    c.position,
-                    c.text,
-                    c.vector,
-                    attached.attributes,
-                )
-                for n, c in enumerate(chunks)
-            ]
-        by_text = text_order(candidates, query.text) if query.text_weight > 0 else []
-        return rank(candidates, query, by_text)
+            positions, matrix = same
+            similarities.append(matrix @ wanted)
+            rows += [(attached, found.chunks[n]) for n in positions]
+            docs += [found.words[n] for n in positions] if query.text_weight > 0 else []
+        if not rows:
+            return []
+        by_vector = best_of(np.concatenate(similarities), depth_of(query))
+        by_text = bm25_order(docs, range(len(docs)), query.text) if docs else []
+        return [
+            hit_of(self._candidate(n, *rows[n]), score)
+            for n, score in fuse(by_vector, by_text, query)
+        ]
+
+    async def search_index(self) -> tuple[str, str | None]:
+        return "exact, every vector compared in memory", None
+
+    def _candidate(self, key: int, attached: VectorStoreFile, chunk: Chunk) -> Candidate:
+        record = self._file_records.get(attached.file_id)
+        name = record.filename if record is not None else attached.file_id
+        return Candidate(
+            key,
+            attached.store_id,
+            attached.file_id,
+            name,
+            chunk.position,
+            chunk.text,
+            chunk.vector,
+            attached.attributes,
+        )

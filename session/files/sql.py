@@ -1,6 +1,8 @@
 """The file store of the SQL backends: a mixin of :class:`session.sql.store.SQLStore`,
 each call one transaction of the backend's. Vectors are kept as float32 blobs and compared
-exactly, in the gateway's process; the full text is the database's own (FTS5, tsvector)."""
+exactly in numpy, after the query kept only the chunks the search may find, or, in a
+PostgreSQL database with pgvector, searched through its HNSW index
+(:mod:`session.files.pgvector`); the full text is the database's own (FTS5, tsvector)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from .models import (
     VectorStore,
     VectorStoreFile,
 )
-from .ranking import rank
+from .pgvector import Pgvector
+from .ranking import depth_of, fuse, hit_of
 from .sql_rows import (
     ATTACHED_COLUMNS,
     BATCH_COLUMNS,
@@ -36,6 +39,7 @@ from .sql_rows import (
     store_of,
     store_params,
 )
+from .sql_search import details, exact_nearest, text_order
 from .store import Order
 
 T = TypeVar("T")
@@ -45,6 +49,7 @@ class SQLFiles:
     """:class:`session.files.FileStore` over the backend's transactions."""
 
     dialect: ClassVar[Dialect]
+    vector_index: Pgvector | None = None  # ``None``: vectors compared exactly, in numpy
 
     @abstractmethod
     async def _read(self, make: Any) -> Any: ...
@@ -266,7 +271,7 @@ class SQLFiles:
         self, attached: VectorStoreFile, chunks: list[Chunk], usage_bytes: int
     ) -> bool:
         done: bool = await self._write(
-            lambda: ops.finish(self.dialect, attached, chunks, usage_bytes)
+            lambda: ops.finish(self.dialect, attached, chunks, usage_bytes, self.vector_index)
         )
         return done
 
@@ -296,15 +301,31 @@ class SQLFiles:
         if not store_ids:
             return []
 
-        def search() -> Returning[tuple[list[Any], list[int]]]:
-            found = yield from ops.candidates(project, store_ids)
+        def search() -> Returning[list[Hit]]:
+            depth = depth_of(query)
+            if self.vector_index is not None:
+                by_vector = yield from self.vector_index.nearest(project, store_ids, query, depth)
+            else:
+                by_vector = yield from exact_nearest(self.dialect, project, store_ids, query, depth)
             by_text: list[int] = []
-            if query.text_weight > 0 and found:
-                by_text = yield from ops.text_order(self.dialect, store_ids, query.text)
-            return found, by_text
+            if query.text_weight > 0 and by_vector:
+                by_text = yield from text_order(self.dialect, project, store_ids, query)
+            found = fuse(by_vector, by_text, query)
+            chunks = yield from details([key for key, _ in found])
+            return [hit_of(chunks[key], score) for key, score in found if key in chunks]
 
-        found, by_text = await self._read(search)
-        return rank(found, query, by_text)
+        hits: list[Hit] = await self._read(search)
+        return hits
+
+    vector_index_problem: str | None = None  # why a PostgreSQL store has no index
+
+    async def search_index(self) -> tuple[str, str | None]:
+        await self._read(lambda: ops_run("SELECT 1", {}))  # the store opened: its index known
+        if self.vector_index is not None:
+            return f"pgvector's HNSW index (cosine), in schema {self.vector_index.schema}", None
+        if self.dialect.postgres:
+            return "exact, every vector compared in numpy", self.vector_index_problem
+        return "exact, every vector of the files the filter keeps compared in numpy", None
 
 
 def ops_run(sql: str, params: dict[str, Any]) -> Returning[None]:

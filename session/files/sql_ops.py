@@ -7,14 +7,12 @@ import json
 from typing import Any
 
 from ..sql.dialect import Dialect
-from ..sql.statement import Returning, in_list, rows, run, run_many
+from ..sql.statement import Returning, rows, run, run_many
 from .errors import FileObjectNotFound
-from .models import Candidate, Chunk, FileCounts, VectorStoreFile
-from .ranking import words
+from .models import Chunk, FileCounts, VectorStoreFile
+from .pgvector import Pgvector, literal
 from .sql_rows import ATTACHED_COLUMNS, attached_of, attached_params, placeholders
 from .store import Order
-
-TEXT_CANDIDATES = 1000  # the full-text ranking's depth fused with the vectors'
 
 
 def paged(
@@ -98,16 +96,36 @@ def _current(attached: VectorStoreFile, dialect: Dialect) -> Returning[bool]:
 
 
 def finish(
-    dialect: Dialect, attached: VectorStoreFile, chunks: list[Chunk], usage_bytes: int
+    dialect: Dialect,
+    attached: VectorStoreFile,
+    chunks: list[Chunk],
+    usage_bytes: int,
+    index: Pgvector | None = None,
 ) -> Returning[bool]:
+    """Keep a processed file's chunks (their vectors as float32 bytes, or in pgvector's
+    column when the store has it) and mark it completed, unless it was attached again or
+    detached meanwhile."""
     if not (yield from _current(attached, dialect)):
         return False
     keys = {"store_id": attached.store_id, "file_id": attached.file_id}
-    yield run_many(
-        "INSERT INTO chunks (store_id, file_id, position, text, vector)"
-        " VALUES (:store_id, :file_id, :position, :text, :vector)",
-        [{**keys, "position": c.position, "text": c.text, "vector": c.vector} for c in chunks],
-    )
+    if index is None:
+        yield run_many(
+            "INSERT INTO chunks (store_id, file_id, position, text, vector)"
+            " VALUES (:store_id, :file_id, :position, :text, :vector)",
+            [{**keys, "position": c.position, "text": c.text, "vector": c.vector} for c in chunks],
+        )
+    else:
+        yield run_many(
+            "INSERT INTO chunks (store_id, file_id, position, text, vector, embedding)"
+            " VALUES (:store_id, :file_id, :position, :text, '',"
+            f" (:embedding)::{index.name('vector')})",
+            [
+                {**keys, "position": c.position, "text": c.text, "embedding": literal(c.vector)}
+                for c in chunks
+            ],
+        )
+        for dimensions in sorted({len(c.vector) // 4 for c in chunks}):
+            yield from index.ensure_index(dimensions)
     if not dialect.postgres:
         yield run(
             "INSERT INTO chunks_fts (rowid, text, store_id) SELECT id, text, store_id"
@@ -146,50 +164,3 @@ def usage(store_id: str) -> Returning[tuple[FileCounts, int]]:
     total = sum(int(size) for _, _, size in found)
     known = ("in_progress", "completed", "failed", "cancelled")
     return FileCounts(**{s: counts.get(s, 0) for s in known}), total
-
-
-def candidates(project: str, store_ids: list[str]) -> Returning[list[Candidate]]:
-    """Every chunk of the stores' completed files, with its file's name and attributes."""
-    listed, params = in_list("store", store_ids)
-    found = yield rows(
-        "SELECT c.id, c.store_id, c.file_id, coalesce(f.filename, c.file_id), c.position,"
-        " c.text, c.vector, a.attributes FROM chunks c JOIN vector_store_files a"
-        " ON a.store_id = c.store_id AND a.file_id = c.file_id"
-        " LEFT JOIN files f ON f.id = c.file_id"
-        f" WHERE c.store_id IN ({listed}) AND a.project = :project AND a.status = 'completed'",
-        project=project,
-        **params,
-    )
-    return [
-        Candidate(int(r[0]), r[1], r[2], r[3], int(r[4]), r[5], bytes(r[6]), json.loads(r[7]))
-        for r in found
-    ]
-
-
-def text_order(dialect: Dialect, store_ids: list[str], text: str) -> Returning[list[int]]:
-    """The chunks holding the query's words, best first, by the database's full text:
-    FTS5's BM25 in SQLite, ``ts_rank_cd`` over a ``tsvector`` in PostgreSQL."""
-    found_words = list(dict.fromkeys(words(text)))
-    if not found_words:
-        return []
-    listed, params = in_list("store", store_ids)
-    if dialect.postgres:
-        query = " | ".join(found_words)
-        found = yield rows(
-            "SELECT id FROM chunks, to_tsquery('english', :query) AS q"
-            f" WHERE store_id IN ({listed}) AND words @@ q"
-            " ORDER BY ts_rank_cd(words, q) DESC, id LIMIT :depth",
-            query=query,
-            depth=TEXT_CANDIDATES,
-            **params,
-        )
-    else:
-        query = " OR ".join(f'"{word}"' for word in found_words)
-        found = yield rows(
-            "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH :query"
-            f" AND store_id IN ({listed}) ORDER BY bm25(chunks_fts), rowid LIMIT :depth",
-            query=query,
-            depth=TEXT_CANDIDATES,
-            **params,
-        )
-    return [int(row[0]) for row in found]

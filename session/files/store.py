@@ -121,3 +121,8 @@ class FileStore(Protocol):
     ) -> list[Hit]:
         """The chunks of the stores' completed files that best answer ``query``."""
         ...
+
+    async def search_index(self) -> tuple[str, str | None]:
+        """How searches compare vectors here, and why not through an index where an index
+        could be had (``None``: nothing to fix)."""
+        ...

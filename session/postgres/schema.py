@@ -12,6 +12,35 @@ from psycopg import AsyncConnection
 # Arbitrary constant naming the advisory lock that serialises migrations across instances.
 MIGRATION_LOCK = 0x6A7E_5E55
 
+# pgvector's column for each chunk's embedding, where the server has the extension (made
+# in ``public`` when it is new there, and left out when this user may not make it). Frozen
+# as the migration below; the store runs it again at each start, so a database whose
+# server is given pgvector later gets its column then.
+ENABLE_PGVECTOR = """
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')
+        AND EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') THEN
+        BEGIN
+            IF EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'public') THEN
+                CREATE EXTENSION vector SCHEMA public;
+            ELSE
+                CREATE EXTENSION vector;
+            END IF;
+        EXCEPTION WHEN insufficient_privilege THEN
+            NULL;
+        END;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') THEN
+        EXECUTE format(
+            'ALTER TABLE chunks ADD COLUMN IF NOT EXISTS embedding %I.vector',
+            (SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+             WHERE e.extname = 'vector')
+        );
+    END IF;
+END $$;
+"""
+
 MIGRATIONS: list[str] = [
     """
     CREATE TABLE responses (
@@ -308,6 +337,9 @@ MIGRATIONS: list[str] = [
         key TEXT COLLATE "C" NOT NULL, field TEXT NOT NULL, vector BYTEA NOT NULL,
         PRIMARY KEY (project, namespace, path, key, field))
     """,
+    # The vector index: pgvector's column for each chunk's embedding (its HNSW indexes are
+    # made by the first file of each length of vector), where the server has pgvector.
+    ENABLE_PGVECTOR,
 ]
 
 

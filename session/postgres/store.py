@@ -21,6 +21,7 @@ from ..agent_store import AgentStore, CursorKey
 from ..agent_store.store import OperationFactory
 from ..chain import DEFAULT_MAX_DEPTH, chain_turn
 from ..errors import InvalidData, ResponseNotFound, SaveConflict, StoreUnavailable
+from ..files.pgvector import NO_PGVECTOR, backfill, found_index
 from ..models import ChainTurn, Item, ItemPage, ResolvedChain, StoredResponse
 from ..paging import Order, page_items
 from ..policy import ExistingTurn, check_save
@@ -30,7 +31,7 @@ from ..sql.store import Make, SQLStore
 from ..turn_cache import TurnCache, resolve_cached
 from .agent import PostgresRunner
 from .deadline import bounded
-from .schema import migrate
+from .schema import ENABLE_PGVECTOR, MIGRATION_LOCK, migrate
 
 T = TypeVar("T")
 _SELECT = POSTGRES.render(responses.SELECT)
@@ -128,12 +129,30 @@ class PostgresStore(SQLStore):
             await self._pool.open(wait=False)
             async with self._pool.connection() as conn:
                 self.schema_version = await migrate(conn)
+                await self._find_vector_index(conn)
                 # Turns saved from now on cannot have been deleted at an earlier generation.
                 cursor = await conn.execute(_DELETION_GENERATION)
                 found = await cursor.fetchone()
                 assert found is not None
                 self._cache.generation = int(found[0])
             self._ready = True
+
+    async def _find_vector_index(self, conn: AsyncConnection[tuple[Any, ...]]) -> None:
+        """pgvector's column, added now if the server was given pgvector since the last
+        start, and the chunks kept before it moved into it."""
+        async with conn.transaction():
+            index, self.vector_index_problem = await drive_async(conn, found_index())
+        if index is None and self.vector_index_problem != NO_PGVECTOR:
+            async with conn.transaction():  # no table lock at a start that changes nothing
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                await conn.execute(ENABLE_PGVECTOR)
+                index, self.vector_index_problem = await drive_async(conn, found_index())
+        if index is not None:
+            moved = 1
+            while moved:
+                async with conn.transaction():
+                    moved = await drive_async(conn, backfill(index))
+        self.vector_index = index
 
     async def _run(self, make: Make[T]) -> T:
         async with self._connection() as conn:
