@@ -6,7 +6,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 export const REPO = resolve(import.meta.dirname, "..", "..");
-export const PYTHON = process.env.GATEWAY_PYTHON ?? resolve(REPO, ".venv", "bin", "python");
+// A path given relative to where the tests were started (the gateways run in folders of their own).
+const GIVEN = process.env.GATEWAY_PYTHON;
+export const PYTHON = GIVEN?.includes("/") ? resolve(GIVEN) : (GIVEN ?? resolve(REPO, ".venv", "bin", "python"));
 export const PROJECTS = ["team", "a", "b", "lists", "cursors", "same-ms", "docs", "agents"];
 
 /** The API key of a project the test gateways serve. */
