@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from contextlib import closing
@@ -137,6 +138,26 @@ class Gateway:
         with closing(sqlite3.connect(path)) as conn:
             count: int = conn.execute("SELECT count(*) FROM responses").fetchone()[0]
             return count
+
+
+class ErrorLog(logging.Handler):
+    """Collects every record at ERROR or above that the gateway logs."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture(scope="module")
+def errors() -> Iterator[ErrorLog]:
+    """What the gateway logs at ERROR while a module's tests run (the fuzz tests assert none)."""
+    handler = ErrorLog()
+    logging.getLogger().addHandler(handler)
+    yield handler
+    logging.getLogger().removeHandler(handler)
 
 
 def gateway_config(upstream_url: str, db_path: Path, **overrides: Any) -> GatewayConfig:

@@ -6,7 +6,6 @@ can be read back and continued.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -23,7 +22,7 @@ from bench.storage import throwaway_schema
 from gateway import create_app
 
 from .adapter_targets import postgres_base
-from .conftest import gateway_config
+from .conftest import ErrorLog, gateway_config
 from .fake_anthropic import ANTHROPIC_KEY, FakeAnthropic
 from .fake_upstream import FakeUpstream
 from .fuzz_anthropic_bodies import anthropic_bodies
@@ -62,25 +61,6 @@ FUZZ = settings(
 JSON = {"content-type": "application/json"}
 SLASHED_ID = {"role": "user", "content": "a", "id": "a/b"}  # stored; no URL path can name it
 TRACEBACK = "Traceback (most recent call" + " last)"
-
-
-class ErrorLog(logging.Handler):
-    """Collects every record at ERROR or above that the gateway logs."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-@pytest.fixture(scope="module")
-def errors() -> Iterator[ErrorLog]:
-    handler = ErrorLog()
-    logging.getLogger().addHandler(handler)
-    yield handler
-    logging.getLogger().removeHandler(handler)
 
 
 @pytest.fixture(scope="module")

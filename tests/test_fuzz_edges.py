@@ -3,7 +3,6 @@ traceback, no error logged, and every refusal in the edge's own error shape."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,11 @@ from hypothesis import strategies as st
 
 from gateway import create_app
 
-from .conftest import gateway_config
+from .conftest import ErrorLog, gateway_config
 from .fake_upstream import FakeUpstream
 from .fuzz_bodies import HOSTILE, TEXT, encode
 from .servers import serve
-from .test_fuzz import FUZZ, JSON, TRACEBACK, ErrorLog
+from .test_fuzz import FUZZ, JSON, TRACEBACK
 
 pytestmark = [pytest.mark.api]
 
@@ -85,14 +84,6 @@ def bodies(draw: st.DrawFn, fields: list[str], max_tokens: bool) -> dict[str, An
     for field in draw(st.lists(st.sampled_from(fields), max_size=4, unique=True)):
         body[field] = draw(st.one_of(st.booleans(), st.integers(-3, 300), TEXT, HOSTILE))
     return body
-
-
-@pytest.fixture(scope="module")
-def errors() -> Iterator[ErrorLog]:
-    handler = ErrorLog()
-    logging.getLogger().addHandler(handler)
-    yield handler
-    logging.getLogger().removeHandler(handler)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ refused write leaves nothing behind, and the gateway keeps serving.
 from __future__ import annotations
 
 import base64
-import logging
 import math
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -25,7 +24,7 @@ from hypothesis import strategies as st
 from bench.storage import throwaway_schema
 
 from .adapter_targets import postgres_base
-from .conftest import Gateway
+from .conftest import ErrorLog, Gateway
 from .fake_embeddings import FakeEmbeddings
 from .fake_upstream import FakeUpstream
 from .file_search_gateway import file_search_gateway, processed
@@ -46,7 +45,7 @@ from .fuzz_file_bodies import (
     upload_forms,
 )
 from .servers import serve
-from .test_fuzz import EXAMPLES, FUZZ, JSON, ErrorLog, check, sendable
+from .test_fuzz import EXAMPLES, FUZZ, JSON, check, sendable
 
 # A longer run is given time in proportion (pytest-timeout's default is for the default run).
 pytestmark = [pytest.mark.api, pytest.mark.timeout(max(120, EXAMPLES))]
@@ -88,14 +87,6 @@ class Seeded:
 
 
 NO_ERRORS = ErrorLog()  # for reads that log nothing; ``errors`` watches the gateway's log
-
-
-@pytest.fixture(scope="module")
-def errors() -> Iterator[ErrorLog]:
-    handler = ErrorLog()
-    logging.getLogger().addHandler(handler)
-    yield handler
-    logging.getLogger().removeHandler(handler)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ error is logged, no traceback reaches the client, and the socket then serves a p
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,26 +21,18 @@ from websockets.sync.connection import Connection
 
 from gateway import create_app
 
-from .conftest import gateway_config
+from .conftest import ErrorLog, gateway_config
 from .fake_upstream import FakeUpstream
 from .fuzz_bodies import encode
 from .fuzz_file_bodies import FRAMES
 from .servers import serve
-from .test_fuzz import EXAMPLES, FUZZ, TRACEBACK, ErrorLog, sendable
+from .test_fuzz import EXAMPLES, FUZZ, TRACEBACK, sendable
 from .test_websocket import TERMINAL, ws_url
 
 # A longer run is given time in proportion (pytest-timeout's default is for the default run).
 pytestmark = [pytest.mark.api, pytest.mark.timeout(max(120, EXAMPLES))]
 
 ERROR_FIELDS = {"message", "type", "param", "code"}
-
-
-@pytest.fixture(scope="module")
-def errors() -> Iterator[ErrorLog]:
-    handler = ErrorLog()
-    logging.getLogger().addHandler(handler)
-    yield handler
-    logging.getLogger().removeHandler(handler)
 
 
 @pytest.fixture(scope="module")
