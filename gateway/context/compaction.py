@@ -22,6 +22,7 @@ from ..sealing import COMPACTION_PREFIX, Sealer
 from ..tracing import NO_TRACER, Tracer, begin, finish
 from ..upstream import TurnResult, Upstream
 from ..upstream.base import Replay, UpstreamStream, Wrapping
+from .tokens import TokenCounter
 
 PROMPT = """You compact the transcript of a working session between a user and an AI \
 assistant (often a coding agent with tools) so that the work can go on in a fresh context \
@@ -300,3 +301,27 @@ async def _after(item: Item, events: UpstreamStream) -> UpstreamStream:
         elif isinstance(event.get("output_index"), int):
             event = {**event, "output_index": event["output_index"] + 1}
         yield event
+
+
+async def compacting(
+    upstream: Upstream,
+    request: Item,
+    history_count: int,
+    context_management: Any,
+    counter: TokenCounter,
+    sealer: Sealer,
+    project: str,
+    record_usage: Callable[[Item | None], Awaitable[None]],
+    tracer: Tracer = NO_TRACER,
+) -> Upstream:
+    """``upstream``, compacting first when the request asks for it: a ``compaction_trigger``
+    as its last input item (the answer is the compaction), or a chain's input past
+    ``context_management``'s ``compact_threshold`` (the history is compacted, then
+    answered). ``record_usage`` keeps the summary's tokens."""
+    items = request["input"]
+    if items and items[-1].get("type") == "compaction_trigger":
+        return CompactingUpstream(upstream, sealer, project, tracer)
+    threshold = compact_threshold(context_management)
+    if threshold is not None and history_count and await counter.count(request) > threshold:
+        return AutoCompacting(upstream, sealer, project, history_count, record_usage, tracer)
+    return upstream

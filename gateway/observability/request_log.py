@@ -101,6 +101,21 @@ def note_turn(
         log.upstream_seconds = upstream_seconds
 
 
+def request_metadata(user: str | None) -> dict[str, Any]:
+    """What a stored turn records of who made it: the end user the client named, the
+    request id (``x-request-id``), the API key's id (``static:NAME`` or a managed key's)
+    and the edge it came in by (``messages``, ``chat_completions``) when not Responses'."""
+    metadata: dict[str, Any] = {"user": user} if user else {}
+    log = CURRENT_REQUEST.get()
+    if log is not None:
+        metadata["request_id"] = log.request_id
+        if log.edge is not None:
+            metadata["edge"] = log.edge
+        if log.key_id is not None:
+            metadata["key_id"] = log.key_id
+    return metadata
+
+
 def note_upstream(deployment: str) -> None:
     """Name the deployment that answered the request being served (its
     ``x-gateway-upstream`` header); a later answer, after a retry, replaces it."""

@@ -35,13 +35,13 @@ from session.shared import SharedLimits
 from ..api.request_body import CreateResponseBody, InputTokensBody
 from ..api.response_object import response_object
 from ..config import GatewayConfig, Route
-from ..context.compaction import AutoCompacting, CompactingUpstream, compact_threshold
+from ..context.compaction import compacting
 from ..context.items import model_context
 from ..context.tokens import TokenCounter
 from ..context.truncation import stated_limit, truncated
 from ..errors import APIError, invalid_request, not_found, previous_response_not_found, server_error
 from ..observability.metrics import Metrics
-from ..observability.request_log import CURRENT_REQUEST
+from ..observability.request_log import request_metadata
 from ..sealing import Sealer
 from ..tracing import CURRENT_TIMELINE, NO_TRACER, Timeline, Tracer, begin, finish
 from ..upstream import (
@@ -70,21 +70,6 @@ from .turn_spans import record_started, turn_span
 from .upstreams import Upstreams
 
 logger = logging.getLogger(__name__)
-
-
-def turn_metadata(user: str | None) -> dict[str, Any]:
-    """What a stored turn records of who made it: the end user the client named, the
-    request id (``x-request-id``), the API key's id (``static:NAME`` or a managed key's)
-    and the edge it came in by (``messages``, ``chat_completions``) when not Responses'."""
-    metadata: dict[str, Any] = {"user": user} if user else {}
-    log = CURRENT_REQUEST.get()
-    if log is not None:
-        metadata["request_id"] = log.request_id
-        if log.edge is not None:
-            metadata["edge"] = log.edge
-        if log.key_id is not None:
-            metadata["key_id"] = log.key_id
-    return metadata
 
 
 class ResponsesService:
@@ -253,7 +238,7 @@ class ResponsesService:
                         ResponseSnapshot,
                         {"output": [], "usage": None, "error": None, "incomplete_details": None},
                     ),
-                    "metadata": turn_metadata(body.user),
+                    "metadata": request_metadata(body.user),
                     "instance_id": self.instance_id,
                     "timeline": None,
                 },
@@ -329,31 +314,19 @@ class ResponsesService:
             self.files,
             project,
         )
-        if upstream.capabilities.compact is None:  # else it compacts by itself
-            upstream = await self._compacting(upstream, body, project, request, history_count)
-        return upstream
-
-    async def _compacting(
-        self,
-        upstream: Upstream,
-        body: CreateResponseBody,
-        project: str,
-        request: Item,
-        history_count: int,
-    ) -> Upstream:
-        """The upstream that compacts first, when the request asks for it (see compaction)."""
-        items = request["input"]
-        if items and items[-1].get("type") == "compaction_trigger":
-            return CompactingUpstream(upstream, self.sealer, project, self.tracer)
-        threshold = compact_threshold((body.model_extra or {}).get("context_management"))
-        if (
-            threshold is not None
-            and history_count
-            and await self.token_counter.count(request) > threshold
-        ):
-            keep = functools.partial(self.record_usage, project, body.model)
-            return AutoCompacting(upstream, self.sealer, project, history_count, keep, self.tracer)
-        return upstream
+        if upstream.capabilities.compact is not None:
+            return upstream  # it compacts by itself
+        return await compacting(
+            upstream,
+            request,
+            history_count,
+            (body.model_extra or {}).get("context_management"),
+            self.token_counter,
+            self.sealer,
+            project,
+            functools.partial(self.record_usage, project, body.model),
+            self.tracer,
+        )
 
     @asynccontextmanager
     async def open_upstream(self, turn: Turn, *, stream: bool) -> AsyncIterator[UpstreamStream]:
