@@ -602,3 +602,28 @@ def test_top_k_and_context_edits_are_refused_for_another_wire(
     )
     assert [block.text for block in answer.content if block.type == "text"] == ["Kept."]
     assert "context_management" not in messages.chat.last
+
+
+@pytest.mark.parametrize("model", ["chat-model", "resp-model"])
+def test_a_field_the_gateway_does_not_read_is_refused_for_another_wire_not_dropped(
+    messages: Messages, model: str
+) -> None:
+    client = messages.client()
+    hi: Any = [{"role": "user", "content": "Hi"}]
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        client.messages.create(
+            model=model, max_tokens=64, messages=hi, extra_body={"container": "container_1"}
+        )
+    message = refused.value.body["error"]["message"]  # type: ignore[index]
+    assert message.startswith(f"container: not supported for model '{model}'"), message
+    assert messages.chat.requests == []
+
+    # A capacity tier or Claude's own prompt caching asks nothing of the answer.
+    messages.script(model, "Served.")
+    answer = client.messages.create(
+        model=model,
+        max_tokens=64,
+        messages=hi,
+        extra_body={"service_tier": "auto", "cache_control": {"type": "ephemeral"}},
+    )
+    assert [block.text for block in answer.content if block.type == "text"] == ["Served."]

@@ -1,4 +1,5 @@
-"""The Messages fields only Claude's API acts on (``top_k``, ``context_management``), checked
+"""The Messages fields only Claude's API acts on (``top_k``, ``context_management`` and any
+field the gateway does not read, such as ``container``), checked
 for a model no deployment of which is on the ``anthropic`` wire. Pure.
 
 A Claude model gets them as sent (see :mod:`gateway.upstream.wires.anthropic.passthrough`).
@@ -19,6 +20,9 @@ from ...errors import invalid_request
 from .body import MessagesBody, invalid
 
 _KEEPS_EVERYTHING = ("clear_thinking_20251015", "all")
+# Fields the gateway does not read that ask nothing of the answer: a capacity tier and
+# Claude's own prompt caching, which a translated model is not offered.
+_NO_EFFECT = frozenset({"service_tier", "cache_control"})
 
 
 def _edit_asks_nothing(edit: Any) -> bool:
@@ -34,7 +38,14 @@ def check_translatable(body: MessagesBody, wire: str) -> None:
             f"not supported for model '{body.model}' (served on the {wire} wire, which has "
             "no top_k); only a Claude model takes it",
         )
-    managed = (body.model_extra or {}).get("context_management")
+    extra = body.model_extra or {}
+    for field in sorted(set(extra) - _NO_EFFECT - {"context_management"}):
+        raise invalid(
+            field,
+            f"not supported for model '{body.model}' (served on the {wire} wire); "
+            "only a Claude model takes it",
+        )
+    managed = extra.get("context_management")
     if managed is None:
         return
     edits = managed.get("edits") if isinstance(managed, dict) else None
